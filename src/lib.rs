@@ -1,0 +1,39 @@
+//! Confine what a coding agent, and every command it runs, may **write**.
+//!
+//! The guarantee is deliberately narrow: integrity, not confidentiality.
+//! Writes cannot land outside the project and a few named places, while
+//! reads and execution stay open across the whole filesystem. A mistaken
+//! or injected `rm -rf ~` becomes impossible; exfiltration is no harder than
+//! it was. The enforcement is Linux [Landlock], so it needs no privileges,
+//! covers every child process, and cannot be undone once applied.
+//!
+//! Leaving reads open is what keeps builds working: nothing has to list
+//! `/usr/bin`, `~/.cargo/bin` or `~/go/bin`, and a sandbox that breaks
+//! builds is a sandbox that gets switched off. See `doc/security.md` for the
+//! threat model and what is not covered.
+//!
+//! ```no_run
+//! use strument_sandbox::{Policy, default_writable, probe};
+//!
+//! let availability = probe();
+//! if let Some(why) = &availability.error {
+//!     eprintln!("no sandbox: {why}; {}", why.hint());
+//! }
+//! let writable = default_writable("/home/me/project".as_ref(), None, &[])?;
+//! let report = Policy { writable }.apply()?; // refuses unless Landlock is there
+//! println!("writable: {:?}", report.granted_paths());
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! [Landlock]: https://docs.kernel.org/userspace-api/landlock.html
+
+mod error;
+mod policy;
+mod probe;
+mod sys;
+mod writable;
+
+pub use error::{ApplyError, PolicyError};
+pub use policy::{Granted, Policy, Prepared, Report, RootKind, SkipReason, Skipped, Warning};
+pub use probe::{Availability, Limitation, ProbeError, probe};
+pub use writable::{create_missing_caches, default_writable};

@@ -1,0 +1,323 @@
+//! Asking the running kernel what Landlock it offers.
+
+use std::fmt;
+
+use crate::sys;
+
+/// What a probe of the running kernel found.
+///
+/// Produced by [`probe`]. `abi` is the Landlock ABI version the kernel
+/// reports, or 0 when there is none; `error` says why, when there is none.
+///
+/// # Examples
+///
+/// ```
+/// let availability = strument_sandbox::probe();
+/// match &availability.error {
+///     None => println!("Landlock ABI {}", availability.abi),
+///     Some(why) => println!("no sandbox: {why} ({})", why.hint()),
+/// }
+/// assert_eq!(availability.supported(), availability.abi > 0);
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Availability {
+    /// The Landlock ABI version the kernel supports, or 0 for none.
+    pub abi: u32,
+    /// Why the probe found no Landlock, when it found none.
+    pub error: Option<ProbeError>,
+}
+
+/// Why the kernel offers no Landlock.
+///
+/// Each variant is a different fix, which [`ProbeError::hint`] names.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ProbeError {
+    /// The kernel was built without `CONFIG_SECURITY_LANDLOCK` (or predates
+    /// Linux 5.13): the syscall answered `ENOSYS`.
+    #[error("Landlock is not built into this kernel (ENOSYS)")]
+    NotBuilt,
+    /// Landlock is built in but was not enabled at boot: the syscall
+    /// answered `EOPNOTSUPP`.
+    #[error("Landlock is built into this kernel but disabled at boot (EOPNOTSUPP)")]
+    DisabledAtBoot,
+    /// Something between the process and the kernel refused the syscall,
+    /// typically a seccomp filter of a container runtime.
+    #[error("the Landlock syscall was refused with errno {errno} ({name})", name = errno_name(*.errno))]
+    Blocked {
+        /// The errno the syscall failed with.
+        errno: i32,
+    },
+    /// The kernel answered with a version number that makes no sense.
+    #[error("the kernel reported an invalid Landlock ABI version {version}")]
+    InvalidVersion {
+        /// The value the kernel returned.
+        version: i64,
+    },
+}
+
+impl ProbeError {
+    /// A short, stable name for programs: `not-built`, `disabled`,
+    /// `blocked` or `invalid-version`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use strument_sandbox::ProbeError;
+    /// assert_eq!(ProbeError::DisabledAtBoot.kind(), "disabled");
+    /// ```
+    #[must_use]
+    pub fn kind(&self) -> &'static str {
+        match self {
+            ProbeError::NotBuilt => "not-built",
+            ProbeError::DisabledAtBoot => "disabled",
+            ProbeError::Blocked { .. } => "blocked",
+            ProbeError::InvalidVersion { .. } => "invalid-version",
+        }
+    }
+
+    /// The errno the probe saw, when it saw one.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use strument_sandbox::ProbeError;
+    /// assert_eq!(ProbeError::NotBuilt.errno(), Some(libc::ENOSYS));
+    /// ```
+    #[must_use]
+    pub fn errno(&self) -> Option<i32> {
+        match self {
+            ProbeError::NotBuilt => Some(libc::ENOSYS),
+            ProbeError::DisabledAtBoot => Some(libc::EOPNOTSUPP),
+            ProbeError::Blocked { errno } => Some(*errno),
+            ProbeError::InvalidVersion { .. } => None,
+        }
+    }
+
+    /// What a person can do about it.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use strument_sandbox::ProbeError;
+    /// assert!(ProbeError::DisabledAtBoot.hint().contains("lsm="));
+    /// ```
+    #[must_use]
+    pub fn hint(&self) -> &'static str {
+        match self {
+            ProbeError::NotBuilt => {
+                "use a kernel built with CONFIG_SECURITY_LANDLOCK=y (Linux 5.13 or later); \
+                 most distribution kernels have it, many VM and container kernels do not"
+            }
+            ProbeError::DisabledAtBoot => {
+                "add landlock to the kernel's lsm= boot parameter (or to CONFIG_LSM); \
+                 on NixOS: security.lsm = [ \"landlock\" ] or boot.kernelParams"
+            }
+            ProbeError::Blocked { .. } => {
+                "a seccomp filter (container runtime, systemd SystemCallFilter=, another \
+                 sandbox) denies the Landlock syscalls; allow landlock_create_ruleset, \
+                 landlock_add_rule and landlock_restrict_self"
+            }
+            ProbeError::InvalidVersion { .. } => {
+                "report this kernel to the strument-sandbox authors"
+            }
+        }
+    }
+}
+
+/// A restriction of the running kernel's Landlock that changes what a
+/// confined command can do, reported rather than hidden.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Limitation {
+    /// ABI 1 (Linux 5.13–5.18) has no `REFER` right: moving or hard-linking
+    /// a file into another directory always fails with `EXDEV`, even
+    /// between two writable directories. `mv` falls back to copy and
+    /// delete; `git` and most build tools rename within one directory.
+    CrossDirectoryRenameDenied,
+    /// ABI 1 and 2 have no `TRUNCATE` right: truncating a file that is
+    /// opened without `O_TRUNC` cannot be denied, so `truncate(2)` of a file
+    /// outside the roots succeeds.
+    TruncateUnrestricted,
+}
+
+impl Limitation {
+    /// A short, stable name for programs.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use strument_sandbox::Limitation;
+    /// assert_eq!(Limitation::CrossDirectoryRenameDenied.kind(), "cross-directory-rename-denied");
+    /// ```
+    #[must_use]
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Limitation::CrossDirectoryRenameDenied => "cross-directory-rename-denied",
+            Limitation::TruncateUnrestricted => "truncate-unrestricted",
+        }
+    }
+}
+
+impl fmt::Display for Limitation {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Limitation::CrossDirectoryRenameDenied => {
+                "Landlock ABI 1 denies every rename or hard link into another directory (EXDEV), \
+                 even between writable roots"
+            }
+            Limitation::TruncateUnrestricted => {
+                "Landlock ABI < 3 cannot deny truncate(2) of a file outside the roots"
+            }
+        })
+    }
+}
+
+impl Availability {
+    /// Reports whether the kernel can enforce anything at all.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// if !strument_sandbox::probe().supported() {
+    ///     eprintln!("running without a write sandbox");
+    /// }
+    /// ```
+    #[must_use]
+    pub fn supported(&self) -> bool {
+        self.error.is_none() && self.abi > 0
+    }
+
+    /// Whether `landlock_restrict_self` can confine every thread of the
+    /// process at once (`LANDLOCK_RESTRICT_SELF_TSYNC`, ABI 8).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let a = strument_sandbox::probe();
+    /// assert!(!a.all_threads() || a.abi >= 8);
+    /// ```
+    #[must_use]
+    pub fn all_threads(&self) -> bool {
+        self.supported() && self.abi >= 8
+    }
+
+    /// What this kernel's Landlock cannot do that a confined command may
+    /// notice. Empty when unsupported: nothing is enforced then.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use strument_sandbox::{Availability, Limitation};
+    /// let abi1 = Availability { abi: 1, error: None };
+    /// assert!(abi1.limitations().contains(&Limitation::CrossDirectoryRenameDenied));
+    /// ```
+    #[must_use]
+    pub fn limitations(&self) -> Vec<Limitation> {
+        let mut out = Vec::new();
+        if !self.supported() {
+            return out;
+        }
+        if self.abi < 2 {
+            out.push(Limitation::CrossDirectoryRenameDenied);
+        }
+        if self.abi < 3 {
+            out.push(Limitation::TruncateUnrestricted);
+        }
+        out
+    }
+}
+
+/// Asks the kernel which Landlock ABI it supports.
+///
+/// This calls `landlock_create_ruleset(NULL, 0, LANDLOCK_CREATE_RULESET_VERSION)`
+/// directly instead of inferring support from a best-effort restriction:
+/// on a kernel without Landlock a best-effort restriction succeeds and
+/// enforces nothing, and a sandbox believed present and absent is worse
+/// than none. A recent kernel is not enough: Landlock must be built in and
+/// enabled at boot, and it is missing from many VM and container kernels.
+///
+/// The answer is cheap (one syscall) and is not cached, so a test harness
+/// that installs a seccomp filter sees the filtered answer.
+///
+/// # Examples
+///
+/// ```
+/// let availability = strument_sandbox::probe();
+/// println!("Landlock ABI {}", availability.abi);
+/// ```
+#[must_use]
+pub fn probe() -> Availability {
+    match sys::landlock_abi_version() {
+        Ok(version) => match u32::try_from(version) {
+            Ok(abi) if abi > 0 => Availability { abi, error: None },
+            _ => unavailable(ProbeError::InvalidVersion { version }),
+        },
+        Err(libc::ENOSYS) => unavailable(ProbeError::NotBuilt),
+        Err(libc::EOPNOTSUPP) => unavailable(ProbeError::DisabledAtBoot),
+        Err(errno) => unavailable(ProbeError::Blocked { errno }),
+    }
+}
+
+fn unavailable(error: ProbeError) -> Availability {
+    Availability {
+        abi: 0,
+        error: Some(error),
+    }
+}
+
+/// The symbolic name of the errnos a seccomp filter typically answers with.
+fn errno_name(errno: i32) -> &'static str {
+    match errno {
+        libc::EPERM => "EPERM",
+        libc::EACCES => "EACCES",
+        libc::EINVAL => "EINVAL",
+        libc::ENOSYS => "ENOSYS",
+        libc::EOPNOTSUPP => "EOPNOTSUPP",
+        libc::EFAULT => "EFAULT",
+        _ => "unexpected",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn limitations_follow_the_abi() {
+        let at = |abi| Availability { abi, error: None }.limitations();
+        assert_eq!(
+            at(1),
+            [
+                Limitation::CrossDirectoryRenameDenied,
+                Limitation::TruncateUnrestricted
+            ]
+        );
+        assert_eq!(at(2), [Limitation::TruncateUnrestricted]);
+        assert!(at(3).is_empty());
+        let none = Availability {
+            abi: 0,
+            error: Some(ProbeError::NotBuilt),
+        };
+        assert!(none.limitations().is_empty());
+        assert!(!none.supported());
+    }
+
+    #[test]
+    fn every_probe_error_names_an_errno_and_a_fix() {
+        for e in [
+            ProbeError::NotBuilt,
+            ProbeError::DisabledAtBoot,
+            ProbeError::Blocked { errno: libc::EPERM },
+        ] {
+            assert!(e.errno().is_some(), "{e:?}");
+            assert!(e.hint().len() > 20, "{e:?}");
+            assert!(!e.to_string().is_empty());
+        }
+        assert!(
+            ProbeError::Blocked { errno: libc::EPERM }
+                .to_string()
+                .contains("EPERM")
+        );
+    }
+}

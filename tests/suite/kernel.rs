@@ -1,0 +1,311 @@
+//! Needs a kernel with Landlock: real rulesets, real toolchains, and the
+//! filesystem checked afterwards.
+
+use std::fs;
+use std::os::unix::fs::symlink;
+use std::path::Path;
+use std::process::Command;
+
+use strument_sandbox::{ApplyError, Policy, SkipReason, probe};
+
+use super::support::{FakeHome, assert_success, in_child, output, require_tool, show};
+
+fn copy_fixture(name: &str, to: &Path) {
+    let from = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures")
+        .join(name);
+    fs::create_dir_all(to).expect("mkdir fixture copy");
+    for entry in fs::read_dir(&from).unwrap_or_else(|e| panic!("{}: {e}", from.display())) {
+        let entry = entry.expect("fixture entry");
+        if entry.file_type().expect("file type").is_file() {
+            fs::copy(entry.path(), to.join(entry.file_name())).expect("copy fixture file");
+        } else if entry.file_name() != "target" {
+            copy_fixture(
+                &format!("{name}/{}", entry.file_name().to_string_lossy()),
+                &to.join(entry.file_name()),
+            );
+        }
+    }
+}
+
+fn dir_has_files(dir: &Path) -> bool {
+    fs::read_dir(dir)
+        .map(|mut d| d.next().is_some())
+        .unwrap_or(false)
+}
+
+#[test]
+fn landlock_is_available_on_this_kernel() {
+    let a = probe();
+    assert!(
+        a.supported(),
+        "the kernel tier needs Landlock; probe says: {:?} (run the simulated tests alone elsewhere)",
+        a.error
+    );
+}
+
+#[test]
+fn go_test_passes_and_writes_the_go_build_cache() {
+    require_tool("go", "golang-go");
+    let h = FakeHome::new();
+    copy_fixture("go-hello", &h.project);
+    let out = h.run(&[], &["go", "test", "./..."]);
+    assert_success(&out);
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("ok"),
+        "{}",
+        show(&out)
+    );
+    assert!(
+        dir_has_files(&h.home.join(".cache/go-build")),
+        "go test passed but wrote nothing to ~/.cache/go-build"
+    );
+    h.assert_sentinels_intact();
+}
+
+#[test]
+fn rm_rf_home_leaves_everything_outside_the_roots() {
+    let h = FakeHome::new();
+    fs::write(h.project.join("main.go"), "package main\n").expect("project file");
+    let out = h.run(
+        &[],
+        &["rm", "-rf", h.home.to_str().expect("utf-8 test path")],
+    );
+    assert!(
+        !out.status.success(),
+        "rm -rf ~ reported success\n{}",
+        show(&out)
+    );
+    assert!(h.home.is_dir(), "the home directory was removed");
+    h.assert_sentinels_intact();
+    // The granted half: the project is a root, so its contents did go.
+    assert!(
+        !h.project.join("main.go").exists(),
+        "rm -rf could not even empty the project"
+    );
+}
+
+#[test]
+fn writes_outside_the_roots_fail_and_inside_succeed() {
+    let h = FakeHome::new();
+    symlink(h.home.join(".bashrc"), h.project.join("rc-link")).expect("symlink");
+    fs::write(h.home.join("outside.txt"), "original\n").expect("outside file");
+    let out = h.sh("echo inside > inside.txt; \
+         echo evil >> ~/.bashrc; \
+         echo new > ~/new-file; \
+         echo through-link > rc-link; \
+         ln ~/outside.txt hardlink; \
+         mkdir ~/newdir; \
+         true");
+    assert_success(&out);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(
+        fs::read_to_string(h.project.join("inside.txt"))
+            .ok()
+            .as_deref(),
+        Some("inside\n"),
+        "the write inside the project failed\n{}",
+        show(&out)
+    );
+    h.assert_sentinels_intact();
+    assert!(
+        !h.home.join("new-file").exists(),
+        "a new file appeared in ~"
+    );
+    assert!(
+        !h.home.join("newdir").exists(),
+        "a new directory appeared in ~"
+    );
+    assert!(
+        !h.project.join("hardlink").exists(),
+        "a hard link of an outside file got into the project"
+    );
+    assert_eq!(
+        fs::read_to_string(h.home.join("outside.txt")).expect("read"),
+        "original\n"
+    );
+    assert!(
+        stderr.matches("denied").count() + stderr.matches("Invalid cross-device").count() >= 4,
+        "{stderr}"
+    );
+}
+
+#[test]
+fn rename_between_project_directories_works() {
+    let h = FakeHome::new();
+    let out = h.sh("mkdir -p a/deep b && echo x > a/deep/f && mv a/deep/f b/f && mv b a/b2");
+    assert_success(&out);
+    assert!(h.project.join("a/b2/f").is_file() && !h.project.join("a/deep/f").exists());
+}
+
+#[test]
+fn git_commits_in_the_project_and_in_a_worktree_whose_repository_is_outside() {
+    require_tool("git", "git");
+    let h = FakeHome::new();
+    let git = |dir: &Path, args: &[&str]| {
+        let mut cmd = Command::new("git");
+        h.env(&mut cmd);
+        cmd.current_dir(dir).args(args);
+        let out = output(&mut cmd);
+        assert_success(&out);
+        out
+    };
+    // A plain repository in the project.
+    git(&h.project, &["init", "-q", "-b", "main"]);
+    let out = h.sh("echo a > a && git add a && git commit -qm in-project");
+    assert_success(&out);
+    let log = git(&h.project, &["log", "--format=%s"]);
+    assert_eq!(String::from_utf8_lossy(&log.stdout).trim(), "in-project");
+
+    // A linked worktree as the project; the main repository lives outside.
+    let main = h.home.join("repos/main");
+    fs::create_dir_all(&main).expect("mkdir main repo");
+    git(&main, &["init", "-q", "-b", "main"]);
+    fs::write(main.join("README"), "main\n").expect("readme");
+    git(&main, &["add", "README"]);
+    git(&main, &["commit", "-qm", "root"]);
+    let wt = h.home.join("wt-project");
+    git(
+        &main,
+        &[
+            "worktree",
+            "add",
+            "-q",
+            "-b",
+            "feature",
+            wt.to_str().expect("utf-8"),
+        ],
+    );
+    let mut cmd = Command::new(super::support::BIN);
+    cmd.arg("run").arg("--project").arg(&wt).args([
+        "--",
+        "sh",
+        "-c",
+        "echo b > b && git add b && git commit -qm in-worktree && echo evil > ../repos/main/README",
+    ]);
+    h.env(&mut cmd);
+    cmd.current_dir(&wt);
+    let out = output(&mut cmd);
+    assert!(
+        !out.status.success(),
+        "writing the main worktree's files succeeded\n{}",
+        show(&out)
+    );
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("ermission denied"),
+        "{}",
+        show(&out)
+    );
+    let log = git(&main, &["log", "--format=%s", "feature"]);
+    assert_eq!(
+        String::from_utf8_lossy(&log.stdout).lines().next(),
+        Some("in-worktree")
+    );
+    assert_eq!(
+        fs::read_to_string(main.join("README")).expect("read"),
+        "main\n"
+    );
+}
+
+#[test]
+fn dev_null_multiprocessing_and_mktemp_keep_working() {
+    let python = require_tool("python3", "python3");
+    let h = FakeHome::new();
+    let out = h.sh(
+        "echo discard > /dev/null && \
+         f=$(mktemp) && echo t > \"$f\" && rm \"$f\" && d=$(mktemp -d) && rmdir \"$d\" && echo mktemp-ok",
+    );
+    assert_success(&out);
+    assert!(String::from_utf8_lossy(&out.stdout).contains("mktemp-ok"));
+    let script = "import multiprocessing as mp\n\
+                  if __name__ == '__main__':\n    \
+                      lock = mp.Lock()\n    \
+                      with mp.Pool(2) as p:\n        \
+                          open('squares', 'w').write(repr(p.map(abs, [-1, -2, 3])))\n";
+    let out = h.run(&[], &[python.to_str().expect("utf-8"), "-c", script]);
+    assert_success(&out);
+    assert_eq!(
+        fs::read_to_string(h.project.join("squares")).expect("result"),
+        "[1, 2, 3]"
+    );
+}
+
+#[test]
+fn missing_roots_are_skipped_and_reported() {
+    let h = FakeHome::new();
+    let missing = h.home.join("not-yet");
+    let report = Policy {
+        writable: vec![h.project.clone(), missing.clone()],
+    }
+    .check()
+    .expect("absolute paths");
+    assert_eq!(report.granted_paths(), [h.project.as_path()]);
+    assert_eq!(report.skipped.len(), 1);
+    assert_eq!(report.skipped[0].path, missing);
+    assert_eq!(report.skipped[0].reason, SkipReason::Missing);
+}
+
+#[test]
+fn a_root_created_after_apply_stays_unwritable() {
+    let h = FakeHome::new();
+    let later = h.home.join("later");
+    let prepared = Policy {
+        writable: vec![h.project.clone(), later.clone()],
+    }
+    .prepare()
+    .expect("prepare");
+    assert_eq!(prepared.report().skipped.len(), 1);
+    fs::create_dir(&later).expect("create the root after the ruleset is built");
+    let mut cmd = Command::new("sh");
+    cmd.args(["-c", "echo no > \"$1\"/file; echo yes > project-file", "sh"])
+        .arg(&later);
+    cmd.current_dir(&h.project);
+    prepared.confine(&mut cmd);
+    let out = output(&mut cmd);
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("ermission denied"),
+        "{}",
+        show(&out)
+    );
+    assert!(
+        !later.join("file").exists(),
+        "a root created after apply became writable"
+    );
+    assert!(
+        h.project.join("project-file").is_file(),
+        "the project was not writable"
+    );
+    // And the caller was not confined.
+    fs::write(h.home.join("caller-still-free"), "x").expect("the parent stays unconfined");
+}
+
+#[test]
+fn apply_in_a_multithreaded_process_without_tsync_is_refused() {
+    in_child(
+        "suite::kernel::apply_in_a_multithreaded_process_without_tsync_is_refused",
+        || {
+            let a = probe();
+            let h = FakeHome::new();
+            let (tx, rx) = std::sync::mpsc::channel::<()>();
+            let worker = std::thread::spawn(move || rx.recv().ok());
+            let result = Policy {
+                writable: vec![h.project.clone()],
+            }
+            .apply();
+            if a.all_threads() {
+                let report = result.expect("ABI 8 confines every thread");
+                assert!(report.all_threads);
+            } else {
+                match result {
+                    Err(ApplyError::Threads { threads, .. }) => assert!(threads >= 2, "{threads}"),
+                    other => panic!("expected a refusal naming the threads, got {other:?}"),
+                }
+                // Refused means unconfined: this process can still write anywhere.
+                fs::write(h.home.join("still-free"), "x")
+                    .expect("refusal left the process confined");
+            }
+            drop(tx);
+            worker.join().expect("worker thread");
+        },
+    );
+}

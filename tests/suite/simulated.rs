@@ -1,0 +1,142 @@
+//! Kernels without Landlock, simulated with a seccomp filter that answers
+//! the Landlock syscalls the way such a kernel does. Runs on any kernel.
+
+use std::path::Path;
+use std::process::Command;
+
+use strument_sandbox::{ApplyError, Policy, ProbeError, probe};
+
+use super::support::{BIN, FakeHome, output, show, without_landlock};
+
+const UNAVAILABLE: i32 = 3;
+
+fn probe_under(errno: i32) -> std::process::Output {
+    let mut cmd = Command::new(BIN);
+    cmd.args(["probe", "--json"]);
+    without_landlock(&mut cmd, errno);
+    output(&mut cmd)
+}
+
+fn assert_probe_reports(errno: i32, reason: &str) {
+    let out = probe_under(errno);
+    assert_eq!(out.status.code(), Some(UNAVAILABLE), "{}", show(&out));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("probe --json is JSON");
+    assert_eq!(v["supported"], false);
+    assert_eq!(v["abi"], 0);
+    assert_eq!(v["reason"], reason, "{v}");
+    assert_eq!(v["errno"], errno);
+    assert!(v["hint"].as_str().is_some_and(|h| !h.is_empty()));
+}
+
+#[test]
+fn probe_reports_a_kernel_without_landlock_built_in() {
+    assert_probe_reports(libc::ENOSYS, "not-built");
+}
+
+#[test]
+fn probe_reports_landlock_disabled_at_boot() {
+    assert_probe_reports(libc::EOPNOTSUPP, "disabled");
+    let mut cmd = Command::new(BIN);
+    cmd.arg("probe");
+    without_landlock(&mut cmd, libc::EOPNOTSUPP);
+    let text = String::from_utf8_lossy(&output(&mut cmd).stdout).into_owned();
+    assert!(
+        text.contains("disabled at boot") && text.contains("lsm="),
+        "{text}"
+    );
+}
+
+#[test]
+fn probe_reports_a_seccomp_filter_in_the_way() {
+    assert_probe_reports(libc::EPERM, "blocked");
+}
+
+fn assert_run_refuses(errno: i32) {
+    let h = FakeHome::new();
+    let marker = h.project.join("ran");
+    let mut cmd = Command::new(BIN);
+    cmd.arg("run")
+        .arg("--project")
+        .arg(&h.project)
+        .args(["--", "touch"])
+        .arg(&marker);
+    h.env(&mut cmd);
+    without_landlock(&mut cmd, errno);
+    let out = output(&mut cmd);
+    assert_eq!(out.status.code(), Some(UNAVAILABLE), "{}", show(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("refusing to run unconfined"),
+        "{}",
+        show(&out)
+    );
+    assert!(
+        !marker.exists(),
+        "the command ran although Landlock is unavailable"
+    );
+    // The granted half: the same command without the filter does run.
+    let out = h.run(&[], &["touch", marker.to_str().expect("utf-8")]);
+    assert!(out.status.success() && marker.exists(), "{}", show(&out));
+}
+
+#[test]
+fn run_refuses_on_a_kernel_without_landlock_and_nothing_runs() {
+    assert_run_refuses(libc::ENOSYS);
+}
+
+#[test]
+fn run_refuses_with_landlock_disabled_at_boot_and_nothing_runs() {
+    assert_run_refuses(libc::EOPNOTSUPP);
+}
+
+#[test]
+fn policy_still_reports_without_landlock() {
+    let h = FakeHome::new();
+    let mut cmd = Command::new(BIN);
+    cmd.arg("policy")
+        .arg("--project")
+        .arg(&h.project)
+        .arg("--json");
+    h.env(&mut cmd);
+    without_landlock(&mut cmd, libc::EOPNOTSUPP);
+    let out = output(&mut cmd);
+    assert!(out.status.success(), "{}", show(&out));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    assert_eq!(v["landlock"]["reason"], "disabled");
+    assert_eq!(v["granted"][0]["path"], h.project.to_str().expect("utf-8"));
+}
+
+/// The library, not just the CLI, refuses: run this test's body under the
+/// filter by re-executing the test binary with it installed.
+#[test]
+fn apply_refuses_rather_than_enforcing_nothing() {
+    const MARK: &str = "STRUMENT_SANDBOX_FILTERED";
+    if std::env::var_os(MARK).is_some() {
+        assert_eq!(probe().error, Some(ProbeError::NotBuilt));
+        match (Policy {
+            writable: vec!["/tmp".into()],
+        })
+        .apply()
+        {
+            Err(ApplyError::Unavailable(ProbeError::NotBuilt)) => {}
+            other => panic!("expected a refusal, got {other:?}"),
+        }
+        // Unconfined, as before the call.
+        let here = Path::new(env!("CARGO_TARGET_TMPDIR")).join("apply-refused");
+        std::fs::write(&here, "x").expect("the refusal left the process confined");
+        return;
+    }
+    let mut cmd = Command::new(std::env::current_exe().expect("test binary"));
+    cmd.args([
+        "suite::simulated::apply_refuses_rather_than_enforcing_nothing",
+        "--exact",
+        "--nocapture",
+    ])
+    .env(MARK, "1");
+    without_landlock(&mut cmd, libc::ENOSYS);
+    let out = output(&mut cmd);
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("1 passed"),
+        "{}",
+        show(&out)
+    );
+}

@@ -1,0 +1,219 @@
+//! Shared fixtures: the binary under test, fake homes, and a seccomp filter
+//! that makes this kernel answer like one without Landlock.
+
+use std::collections::BTreeMap;
+use std::ffi::OsStr;
+use std::fs;
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+/// The `strument-sandbox` binary built for this test run.
+pub const BIN: &str = env!("CARGO_BIN_EXE_strument-sandbox");
+
+/// A fake home with a project inside and sentinel files outside the roots.
+///
+/// It lives under `CARGO_TARGET_TMPDIR`, never under a temporary directory:
+/// `/tmp`, `/var/tmp`, `/dev/shm` and `$TMPDIR` are granted roots, so a home
+/// there would be writable throughout and the tests would prove nothing.
+pub struct FakeHome {
+    _dir: tempfile::TempDir,
+    pub home: PathBuf,
+    pub project: PathBuf,
+    /// Files outside every root, with their original contents.
+    pub sentinels: Vec<(PathBuf, &'static str)>,
+}
+
+impl FakeHome {
+    pub fn new() -> FakeHome {
+        let base = Path::new(env!("CARGO_TARGET_TMPDIR"));
+        fs::create_dir_all(base).expect("create CARGO_TARGET_TMPDIR");
+        let dir = tempfile::Builder::new()
+            .prefix("home-")
+            .tempdir_in(base)
+            .expect("create a fake home");
+        let home = dir.path().canonicalize().expect("canonical fake home");
+        assert_not_under_a_temp_root(&home);
+        let project = home.join("project");
+        fs::create_dir_all(&project).expect("create project");
+        // A lived-in home: the XDG cache home exists, cargo has been used.
+        fs::create_dir_all(home.join(".cache")).expect("create ~/.cache");
+        let sentinels = vec![
+            (home.join(".bashrc"), "export PATH=$HOME/bin:$PATH\n"),
+            (home.join("Documents/thesis.txt"), "four years of work\n"),
+            (home.join(".cargo/bin/tool"), "#!/bin/sh\necho tool\n"),
+            (home.join(".config/go/env"), "GOFLAGS=-mod=mod\n"),
+            (home.join(".ssh/authorized_keys"), "ssh-ed25519 AAAA me\n"),
+        ];
+        for (path, contents) in &sentinels {
+            fs::create_dir_all(path.parent().expect("sentinel has a parent")).expect("mkdir");
+            fs::write(path, contents).expect("write sentinel");
+        }
+        FakeHome {
+            _dir: dir,
+            home,
+            project,
+            sentinels,
+        }
+    }
+
+    /// Asserts every sentinel is still there with its original contents.
+    pub fn assert_sentinels_intact(&self) {
+        for (path, contents) in &self.sentinels {
+            let now = fs::read_to_string(path)
+                .unwrap_or_else(|e| panic!("sentinel {} is gone: {e}", path.display()));
+            assert_eq!(&now, contents, "sentinel {} was modified", path.display());
+        }
+    }
+
+    /// An environment that points every toolchain at the fake home.
+    pub fn env(&self, cmd: &mut Command) {
+        let real_home = dirs::home_dir().unwrap_or_else(|| "/root".into());
+        let rustup_home = std::env::var_os("RUSTUP_HOME")
+            .map(PathBuf::from)
+            .unwrap_or_else(|| real_home.join(".rustup"));
+        cmd.env_clear()
+            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+            .env("HOME", &self.home)
+            .env("RUSTUP_HOME", rustup_home)
+            .env(
+                "RUSTUP_TOOLCHAIN",
+                std::env::var_os("RUSTUP_TOOLCHAIN").unwrap_or("stable".into()),
+            )
+            .env("CARGO_HOME", self.home.join(".cargo"))
+            .env("CARGO_TERM_COLOR", "never")
+            .env("GOTOOLCHAIN", "local")
+            .env("GOPROXY", "off")
+            .env("GOFLAGS", "-mod=mod")
+            .env("GIT_CONFIG_NOSYSTEM", "1")
+            .env("GIT_AUTHOR_NAME", "Test")
+            .env("GIT_AUTHOR_EMAIL", "test@example.com")
+            .env("GIT_COMMITTER_NAME", "Test")
+            .env("GIT_COMMITTER_EMAIL", "test@example.com")
+            .env("LANG", "C.UTF-8")
+            .current_dir(&self.project);
+    }
+
+    /// `strument-sandbox run --project <project> <flags> -- <argv>`.
+    pub fn run(&self, flags: &[&OsStr], argv: &[&str]) -> Output {
+        let mut cmd = Command::new(BIN);
+        cmd.arg("run").arg("--project").arg(&self.project);
+        cmd.args(flags).arg("--").args(argv);
+        self.env(&mut cmd);
+        output(&mut cmd)
+    }
+
+    /// `run` of `sh -c script`.
+    pub fn sh(&self, script: &str) -> Output {
+        self.run(&[], &["sh", "-c", script])
+    }
+}
+
+fn assert_not_under_a_temp_root(home: &Path) {
+    let mut temp_roots: Vec<PathBuf> = ["/tmp", "/var/tmp", "/dev/shm"].map(PathBuf::from).to_vec();
+    temp_roots.extend(std::env::var_os("TMPDIR").map(PathBuf::from));
+    for root in temp_roots {
+        let root = root.canonicalize().unwrap_or(root);
+        assert!(
+            !home.starts_with(&root),
+            "the fake home {} is under the granted root {}: every write in it would be \
+             allowed and these tests would prove nothing; move the checkout (or \
+             CARGO_TARGET_DIR) out of temporary space",
+            home.display(),
+            root.display()
+        );
+    }
+}
+
+/// Runs `cmd` and returns its output, failing the test if it cannot start.
+pub fn output(cmd: &mut Command) -> Output {
+    cmd.output()
+        .unwrap_or_else(|e| panic!("cannot run {cmd:?}: {e}"))
+}
+
+/// Renders an output for assertion messages.
+pub fn show(out: &Output) -> String {
+    format!(
+        "status: {}\n--- stdout\n{}\n--- stderr\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
+/// Asserts `out` succeeded, printing it otherwise.
+#[track_caller]
+pub fn assert_success(out: &Output) {
+    assert!(out.status.success(), "expected success\n{}", show(out));
+}
+
+/// The path to a tool, or a failure naming the Debian package to install:
+/// a test never passes by skipping what it could not run.
+pub fn require_tool(tool: &str, package: &str) -> PathBuf {
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    std::env::split_paths(&path)
+        .map(|dir| dir.join(tool))
+        .find(|candidate| candidate.is_file())
+        .unwrap_or_else(|| {
+            panic!("`{tool}` is not on PATH: install it (Debian: apt-get install {package})")
+        })
+}
+
+/// Makes `cmd` run under a seccomp filter that fails the three Landlock
+/// syscalls with `errno`, exactly what a kernel without Landlock (ENOSYS),
+/// with Landlock disabled at boot (EOPNOTSUPP) or behind a container's
+/// filter (EPERM) answers.
+pub fn without_landlock(cmd: &mut Command, errno: i32) {
+    let program = landlock_filter(errno);
+    let hook = move || seccompiler::apply_filter(&program).map_err(std::io::Error::other);
+    // SAFETY: the hook runs between fork and exec and only issues the prctl
+    // and seccomp syscalls on a program compiled before the fork.
+    unsafe {
+        cmd.pre_exec(hook);
+    }
+}
+
+fn landlock_filter(errno: i32) -> seccompiler::BpfProgram {
+    use seccompiler::{SeccompAction, SeccompFilter, TargetArch};
+    let rules: BTreeMap<i64, Vec<seccompiler::SeccompRule>> = [
+        libc::SYS_landlock_create_ruleset,
+        libc::SYS_landlock_add_rule,
+        libc::SYS_landlock_restrict_self,
+    ]
+    .into_iter()
+    .map(|nr| (nr, Vec::new()))
+    .collect();
+    let arch = TargetArch::try_from(std::env::consts::ARCH).expect("a seccompiler target arch");
+    let filter = SeccompFilter::new(
+        rules,
+        SeccompAction::Allow,
+        SeccompAction::Errno(u32::try_from(errno).expect("positive errno")),
+        arch,
+    )
+    .expect("a valid seccomp filter");
+    filter.try_into().expect("compiles to BPF")
+}
+
+/// Runs the calling test's `body` in a child process (this test binary,
+/// filtered to this one test), so that an irreversible apply never
+/// confines the test harness. Returns the child's output; the body's own
+/// assertions decide the child's status.
+pub fn in_child(test: &str, body: impl FnOnce()) -> Option<Output> {
+    const MARK: &str = "STRUMENT_SANDBOX_TEST_CHILD";
+    if std::env::var_os(MARK).is_some() {
+        body();
+        return None;
+    }
+    let exe = std::env::current_exe().expect("current test binary");
+    let mut cmd = Command::new(exe);
+    cmd.args([test, "--exact", "--nocapture", "--test-threads=1"])
+        .env(MARK, "1");
+    let out = output(&mut cmd);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.contains("1 passed"),
+        "the child run of {test} did not pass\n{}",
+        show(&out)
+    );
+    Some(out)
+}

@@ -1,0 +1,122 @@
+//! `default_writable` on real directory trees. Runs anywhere.
+
+use std::ffi::OsStr;
+use std::fs;
+use std::os::unix::ffi::OsStrExt;
+use std::path::PathBuf;
+
+use strument_sandbox::{Policy, PolicyError, default_writable};
+
+use super::support::FakeHome;
+
+#[test]
+fn a_worktree_grants_its_gitdir_and_the_common_dir() {
+    let h = FakeHome::new();
+    let common = h.home.join("repo/.git");
+    let gitdir = common.join("worktrees/wt");
+    fs::create_dir_all(&gitdir).expect("mkdir gitdir");
+    fs::write(gitdir.join("commondir"), "../..\n").expect("commondir");
+    fs::write(
+        h.project.join(".git"),
+        format!("gitdir: {}\n", gitdir.display()),
+    )
+    .expect(".git file");
+    let roots = default_writable(&h.project, None, &[]).expect("valid worktree");
+    assert_eq!(roots[0], h.project);
+    assert!(roots.contains(&gitdir), "{roots:?}");
+    assert!(roots.contains(&gitdir.join("../..")), "{roots:?}");
+    // And the kernel-facing check resolves `..` to the common dir itself.
+    let report = Policy { writable: roots }.check().expect("check");
+    assert!(
+        report.skipped.iter().all(|s| !s.path.starts_with(&common)),
+        "{:?}",
+        report.skipped
+    );
+}
+
+#[test]
+fn a_submodule_gitdir_is_relative_to_the_git_file() {
+    let h = FakeHome::new();
+    let sub = h.project.join("vendor/lib");
+    fs::create_dir_all(&sub).expect("mkdir submodule");
+    fs::write(sub.join(".git"), "gitdir: ../../.git/modules/lib\r\n").expect(".git file");
+    let roots = default_writable(&sub, None, &[]).expect("valid submodule");
+    assert!(
+        roots.contains(&sub.join("../../.git/modules/lib")),
+        "{roots:?}"
+    );
+}
+
+#[test]
+fn garbage_git_files_are_errors_naming_the_file() {
+    let h = FakeHome::new();
+    for contents in [
+        &b""[..],
+        b"\x7fELF\x02\x01\x01\0\0",
+        b"gitdir:\n",
+        b"gitdir: \n",
+        b"ref: refs/heads/main\n",
+    ] {
+        fs::write(h.project.join(".git"), contents).expect(".git file");
+        match default_writable(&h.project, None, &[]) {
+            Err(e @ PolicyError::GitFile { .. }) => {
+                assert!(e.to_string().contains(".git"), "{e}");
+            }
+            other => panic!("{contents:?}: expected a GitFile error, got {other:?}"),
+        }
+    }
+}
+
+#[test]
+fn a_dangling_gitdir_is_listed_and_then_skipped() {
+    let h = FakeHome::new();
+    let gone = h.home.join("deleted-repo/.git/worktrees/x");
+    fs::write(
+        h.project.join(".git"),
+        format!("gitdir: {}\n", gone.display()),
+    )
+    .expect(".git file");
+    let roots = default_writable(&h.project, None, &[]).expect("a missing target is not malformed");
+    let report = Policy { writable: roots }.check().expect("check");
+    assert!(
+        report.skipped.iter().any(|s| s.path == gone),
+        "{:?}",
+        report.skipped
+    );
+}
+
+#[test]
+fn bad_inputs_are_errors_not_wider_policies() {
+    let h = FakeHome::new();
+    assert!(matches!(
+        default_writable("".as_ref(), None, &[]),
+        Err(PolicyError::EmptyPath { .. })
+    ));
+    assert!(matches!(
+        default_writable("project".as_ref(), None, &[]),
+        Err(PolicyError::RelativePath { .. })
+    ));
+    assert!(matches!(
+        default_writable(&h.project, Some("state".as_ref()), &[]),
+        Err(PolicyError::RelativePath { .. })
+    ));
+    assert!(matches!(
+        default_writable(&h.project, None, &[PathBuf::from("rel/extra")]),
+        Err(PolicyError::RelativePath { .. })
+    ));
+    assert!(matches!(
+        default_writable(&h.home.join(".bashrc"), None, &[]),
+        Err(PolicyError::NotADirectory { .. })
+    ));
+}
+
+#[test]
+fn non_utf8_paths_work() {
+    let h = FakeHome::new();
+    let odd = h.home.join(OsStr::from_bytes(b"proj-\xff\xfe"));
+    fs::create_dir(&odd).expect("mkdir non-UTF-8");
+    let roots = default_writable(&odd, None, &[odd.join("sub")]).expect("non-UTF-8 is a path");
+    assert_eq!(roots[0], odd);
+    let report = Policy { writable: roots }.check().expect("check");
+    assert_eq!(report.granted[0].path, odd);
+}
