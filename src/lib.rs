@@ -37,3 +37,8 @@ pub use error::{ApplyError, PolicyError};
 pub use policy::{Granted, Policy, Prepared, Report, RootKind, SkipReason, Skipped, Warning};
 pub use probe::{Availability, Limitation, ProbeError, probe};
 pub use writable::{create_missing_caches, default_writable};
+
+// The README's examples are compiled (and type-checked) as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;

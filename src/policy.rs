@@ -32,7 +32,7 @@ use crate::sys;
 /// ```no_run
 /// use strument_sandbox::{Policy, default_writable};
 ///
-/// let writable = default_writable("/home/me/project".as_ref(), "/home/me/.local/state/strument".as_ref(), &[])?;
+/// let writable = default_writable("/home/me/project".as_ref(), Some("/home/me/.local/state/strument".as_ref()), &[])?;
 /// let report = Policy { writable }.apply()?;
 /// for skipped in &report.skipped {
 ///     eprintln!("not writable: {} ({})", skipped.path.display(), skipped.reason);

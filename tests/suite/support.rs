@@ -26,11 +26,10 @@ pub struct FakeHome {
 
 impl FakeHome {
     pub fn new() -> FakeHome {
-        let base = Path::new(env!("CARGO_TARGET_TMPDIR"));
-        fs::create_dir_all(base).expect("create CARGO_TARGET_TMPDIR");
+        let base = scratch_base();
         let dir = tempfile::Builder::new()
             .prefix("home-")
-            .tempdir_in(base)
+            .tempdir_in(&base)
             .expect("create a fake home");
         let home = dir.path().canonicalize().expect("canonical fake home");
         assert_not_under_a_temp_root(&home);
@@ -109,13 +108,37 @@ impl FakeHome {
     }
 }
 
-fn assert_not_under_a_temp_root(home: &Path) {
+/// Where fake homes and scenario roots go: `CARGO_TARGET_TMPDIR`, unless
+/// the checkout itself sits in temporary space, then a directory under the
+/// real home's `~/.local/share` (not a granted root).
+pub fn scratch_base() -> PathBuf {
+    let target = PathBuf::from(env!("CARGO_TARGET_TMPDIR"));
+    fs::create_dir_all(&target).expect("create CARGO_TARGET_TMPDIR");
+    let target = target
+        .canonicalize()
+        .expect("canonical CARGO_TARGET_TMPDIR");
+    if under_a_temp_root(&target).is_none() {
+        return target;
+    }
+    let data = dirs::data_dir().expect("a home directory for test scratch space");
+    let base = data.join("strument-sandbox-tests");
+    fs::create_dir_all(&base).expect("create test scratch space");
+    base.canonicalize().expect("canonical scratch space")
+}
+
+/// The granted temporary root `path` is under, if any.
+fn under_a_temp_root(path: &Path) -> Option<PathBuf> {
     let mut temp_roots: Vec<PathBuf> = ["/tmp", "/var/tmp", "/dev/shm"].map(PathBuf::from).to_vec();
     temp_roots.extend(std::env::var_os("TMPDIR").map(PathBuf::from));
-    for root in temp_roots {
-        let root = root.canonicalize().unwrap_or(root);
-        assert!(
-            !home.starts_with(&root),
+    temp_roots
+        .into_iter()
+        .map(|root| root.canonicalize().unwrap_or(root))
+        .find(|root| path.starts_with(root))
+}
+
+fn assert_not_under_a_temp_root(home: &Path) {
+    if let Some(root) = under_a_temp_root(home) {
+        panic!(
             "the fake home {} is under the granted root {}: every write in it would be \
              allowed and these tests would prove nothing; move the checkout (or \
              CARGO_TARGET_DIR) out of temporary space",
