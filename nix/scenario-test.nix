@@ -1,0 +1,236 @@
+# What every NixOS VM test in nixos-tests/ shares. A test file picks the
+# kernel and the LSM list of its machine and says what the guest must show;
+# this module boots it with a normal user and the Go and Rust toolchains
+# (offline: the VM has no network), then checks, in order:
+#
+#   1. the guest runs the kernel and the LSMs the test asked for
+#      (uname -r, /proc/cmdline, /sys/kernel/security/lsm);
+#   2. `strument-sandbox probe` answers as that kernel must (an ABI, or
+#      exit 3 naming the errno);
+#   3. tests/scenarios/scenarios.sh, the scenarios every tier runs, passes
+#      as the user.
+#
+# Values reach the guest through scripts generated here and put on its PATH;
+# testScript only names them, so no value is pasted into a Python string.
+{ config, lib, strumentSandbox, ... }:
+
+let
+  cfg = config.scenario;
+  inherit (lib) mkOption types;
+
+  # The scenario script and the fixtures it builds, in one store path.
+  scenarioSource = lib.fileset.toSource {
+    root = ../.;
+    fileset = lib.fileset.unions [ ../tests/scenarios ../tests/fixtures ];
+  };
+in
+{
+  options.scenario = {
+    mode = mkOption {
+      type = types.enum [ "enabled" "disabled" ];
+      description = ''
+        The half of tests/scenarios/scenarios.sh to run: `enabled` for a
+        kernel that enforces Landlock, `disabled` for one that cannot.
+      '';
+    };
+
+    abi = mkOption {
+      type = types.nullOr types.ints.positive;
+      default = null;
+      description = ''
+        The Landlock ABI the probe must report; null accepts any. Only for
+        mode `enabled`.
+      '';
+    };
+
+    unavailableErrno = mkOption {
+      type = types.nullOr (types.enum [ "ENOSYS" "EOPNOTSUPP" ]);
+      default = null;
+      description = ''
+        What the kernel answers landlock_create_ruleset with, which the
+        probe must name: ENOSYS when Landlock is not built in, EOPNOTSUPP
+        when it is built in but left out of the boot's LSM list. Required
+        for mode `disabled`.
+      '';
+    };
+
+    lsmMissingFromKernel = mkOption {
+      type = types.listOf types.str;
+      default = [ ];
+      description = ''
+        LSMs that security.lsm asks for but this kernel does not have: the
+        kernel skips them, so they are expected to be absent from
+        /sys/kernel/security/lsm.
+      '';
+    };
+  };
+
+  config = {
+    # In here `config` is the machine's NixOS configuration; `cfg` stays the
+    # test's `scenario` settings.
+    nodes.machine = { config, pkgs, ... }:
+      let
+        toolchains = [ pkgs.go pkgs.cargo pkgs.rustc pkgs.gcc pkgs.git pkgs.python3 ];
+        shellTools = [ pkgs.bash pkgs.coreutils pkgs.findutils pkgs.gnugrep pkgs.gnused ];
+
+        # The fixture crate's one crates.io dependency, vendored from its
+        # Cargo.lock at build time, for `cargo build --offline` in the guest.
+        cargoVendor = pkgs.rustPlatform.importCargoLock {
+          lockFile = ../tests/fixtures/cargo-hello/Cargo.lock;
+        };
+
+        requestedLsm = config.security.lsm;
+        expectedLsm = lib.subtractLists cfg.lsmMissingFromKernel requestedLsm;
+
+        check-boot = pkgs.writeShellApplication {
+          name = "check-boot";
+          runtimeInputs = shellTools;
+          text = ''
+            want_kernel=${lib.escapeShellArg config.boot.kernelPackages.kernel.modDirVersion}
+            requested=${lib.escapeShellArg (lib.concatStringsSep "," requestedLsm)}
+            expected=${lib.escapeShellArg (lib.concatStringsSep "," expectedLsm)}
+            missing=${lib.escapeShellArg (lib.concatStringsSep "," cfg.lsmMissingFromKernel)}
+            active=$(cat /sys/kernel/security/lsm)
+            echo "kernel: $(uname -r)"
+            echo "command line: $(cat /proc/cmdline)"
+            echo "active LSMs: $active"
+
+            if [ "$(uname -r)" != "$want_kernel" ]; then
+              echo "FAIL: the guest runs kernel $(uname -r), the test asked for $want_kernel"
+              exit 1
+            fi
+            if ! tr ' ' '\n' </proc/cmdline | grep -qxF "lsm=$requested"; then
+              echo "FAIL: the kernel command line does not carry lsm=$requested (security.lsm)"
+              exit 1
+            fi
+            # capability always comes first and the integrity LSMs (integrity,
+            # ima, evm) always last, whatever lsm= says: compare the rest.
+            chosen=$(tr ',' '\n' <<<"$active" | { grep -vxE 'capability|integrity|ima|evm' || true; } | paste -sd, -)
+            if [ "$chosen" != "$expected" ]; then
+              echo "FAIL: the kernel runs the LSMs '$chosen', the boot asked for '$requested' and this kernel lacks '$missing', so '$expected' was expected"
+              exit 1
+            fi
+            echo "ok: kernel $want_kernel, LSMs $chosen as asked"
+          '';
+        };
+
+        check-probe = pkgs.writeShellApplication {
+          name = "check-probe";
+          runtimeInputs = [ strumentSandbox ] ++ shellTools;
+          text =
+            if cfg.mode == "enabled" then ''
+              want_abi=${lib.escapeShellArg (toString cfg.abi)}
+              status=0
+              out=$(strument-sandbox probe 2>&1) || status=$?
+              printf '%s\n' "$out"
+              if [ "$status" != 0 ]; then
+                echo "FAIL: probe exited $status on a kernel that enforces Landlock"
+                exit 1
+              fi
+              abi=$(sed -n 's/^abi: *\([0-9][0-9]*\).*/\1/p' <<<"$out" | head -n1)
+              if [ -z "$abi" ] || [ "$abi" -lt 1 ]; then
+                echo "FAIL: probe exited 0 but reported no Landlock ABI"
+                exit 1
+              fi
+              if [ -n "$want_abi" ] && [ "$abi" != "$want_abi" ]; then
+                echo "FAIL: probe reported Landlock ABI $abi, this kernel offers ABI $want_abi"
+                exit 1
+              fi
+              echo "ok: Landlock ABI $abi on kernel $(uname -r)"
+            '' else ''
+              errno=${lib.escapeShellArg cfg.unavailableErrno}
+              status=0
+              out=$(strument-sandbox probe 2>&1) || status=$?
+              printf '%s\n' "$out"
+              if [ "$status" != 3 ]; then
+                echo "FAIL: probe exited $status, expected 3 (Landlock unavailable)"
+                exit 1
+              fi
+              if ! grep -qF "$errno" <<<"$out"; then
+                echo "FAIL: probe does not name $errno, the kernel's answer"
+                exit 1
+              fi
+              echo "ok: probe exited 3 and named $errno on kernel $(uname -r)"
+            '';
+        };
+
+        run-scenarios = pkgs.writeShellApplication {
+          name = "run-scenarios";
+          runtimeInputs = toolchains ++ shellTools;
+          text = ''
+            # The caller's own directory: a fake home must not sit under a
+            # temp dir the sandbox grants (/tmp, /var/tmp, /dev/shm).
+            root=$HOME/scenarios
+            rm -rf "$root"
+            mkdir -p "$root"
+            # Store paths are read-only; the builds write inside the fixtures.
+            cp -R ${scenarioSource}/tests/fixtures "$root/fixtures"
+            chmod -R u+w "$root/fixtures"
+            export SANDBOX=${lib.getExe strumentSandbox}
+            export SCENARIO_ROOT="$root/homes"
+            export SCENARIO_FIXTURES="$root/fixtures"
+            export SCENARIO_CARGO_VENDOR=${cargoVendor}
+            exec bash ${scenarioSource}/tests/scenarios/scenarios.sh ${lib.escapeShellArg cfg.mode}
+          '';
+        };
+      in
+      {
+        assertions = [
+          {
+            assertion = (cfg.mode == "disabled") == (cfg.unavailableErrno != null);
+            message = "scenario.unavailableErrno is required for mode disabled and meaningless for mode enabled";
+          }
+          {
+            assertion = cfg.mode == "enabled" || cfg.abi == null;
+            message = "scenario.abi only applies to mode enabled";
+          }
+        ];
+
+        users.users.alice = {
+          isNormalUser = true;
+          description = "An ordinary user, who runs the scenarios";
+        };
+
+        environment.systemPackages = toolchains ++ [
+          strumentSandbox
+          check-boot
+          check-probe
+          run-scenarios
+        ];
+
+        # go test and cargo build run in the guest; the default 1 GiB of
+        # memory and disk is tight for both.
+        virtualisation = {
+          memorySize = 3072;
+          cores = 2;
+          diskSize = 4096;
+        };
+      };
+
+    testScript = ''
+      import re
+
+      machine.wait_for_unit("multi-user.target")
+
+      with subtest("the guest runs the kernel and LSMs the test asked for"):
+          status, out = machine.execute("check-boot 2>&1")
+          print(out)
+          assert status == 0, f"check-boot exited {status}:\n{out}"
+
+      with subtest("strument-sandbox probe answers as this kernel must"):
+          status, out = machine.execute("su - alice -c check-probe 2>&1")
+          print(out)
+          assert status == 0, f"check-probe exited {status}:\n{out}"
+
+      with subtest("the shared scenarios pass as an ordinary user"):
+          status, out = machine.execute("su - alice -c run-scenarios 2>&1", timeout=1800)
+          print(out)
+          lines = out.strip().splitlines()
+          summary = lines[-1] if lines else ""
+          assert status == 0, f"the scenarios exited {status}:\n{out}"
+          assert re.fullmatch(r"[1-9][0-9]* passed, 0 failed", summary), (
+              f"the scenarios ended with {summary!r}, not 'N passed, 0 failed':\n{out}"
+          )
+    '';
+  };
+}
