@@ -179,13 +179,9 @@ pub(crate) fn writable_for(
         require_absolute(path, "extra writable root")?;
         roots.push(path.clone());
     }
-    let mut unique: Vec<PathBuf> = Vec::with_capacity(roots.len());
-    for root in roots {
-        if !unique.contains(&root) {
-            unique.push(root);
-        }
-    }
-    Ok(unique)
+    let mut seen = std::collections::HashSet::with_capacity(roots.len());
+    roots.retain(|root| seen.insert(root.clone()));
+    Ok(roots)
 }
 
 fn require_directory(path: &Path, what: &'static str) -> Result<(), PolicyError> {
