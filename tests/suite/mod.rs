@@ -1,10 +1,16 @@
 //! Test groups, named for what they need (see `.config/nextest.toml`):
-//! `kernel` needs a kernel with Landlock, `network` also needs crates.io,
-//! `simulated`, `cli` and `writable` run anywhere.
+//! `kernel` needs a kernel with Landlock; `network` also needs crates.io;
+//! `scenarios` runs tests/scenarios/scenarios.sh on this kernel (Landlock,
+//! go, crates.io); `vm` boots Debian's kernel under qemu; `simulated`, `cli`
+//! and `writable` run anywhere.
 
 mod cli;
+mod denials;
 mod kernel;
 mod network;
+mod props;
+mod scenarios;
 mod simulated;
 mod support;
+mod vm;
 mod writable;

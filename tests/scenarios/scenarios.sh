@@ -1,0 +1,408 @@
+#!/usr/bin/env bash
+# The integration scenarios of strument-sandbox, written once and run by every
+# tier: the host tier (tests/suite/scenarios.rs), the portable VM tier inside
+# each guest (tests/vm/run-vm.sh) and the NixOS VM tests (nixos-tests/).
+#
+# Usage: scenarios.sh enabled|disabled
+#
+#   enabled   the kernel has Landlock: real `go test` and `cargo build` pass
+#             under the sandbox and their cache writes land; `rm -rf ~` and
+#             writes outside the roots fail while writes inside succeed.
+#   disabled  the kernel has no Landlock: `probe` says why, `run` refuses and
+#             the command never runs, `policy` still reports.
+#
+# Environment:
+#   SANDBOX               the strument-sandbox binary (default: on PATH)
+#   SCENARIO_ROOT         directory in which each scenario gets a fresh fake
+#                         home; must not be under a temp dir the sandbox grants
+#   SCENARIO_FIXTURES     the fixtures directory (default: ../fixtures)
+#   SCENARIO_CARGO_SEED   a CARGO_HOME whose registry index and cache already
+#                         hold the fixture's dependency: build --offline
+#   SCENARIO_CARGO_VENDOR a directory of vendored crates replacing crates-io:
+#                         build --offline from it
+#   (neither cargo variable: cargo downloads the dependency from crates.io)
+#
+# Output: one line per scenario, `ok <name>: <detail>` or `FAIL <name>: <detail>`
+# followed by the scenario's captured output; the run stops at the first
+# failure. The last line is always `N passed, M failed`. Exit status 0 only
+# when every scenario passed.
+#
+# Every command runs with a scrubbed environment (env -i): HOME is the fake
+# home and no XDG_*, GO*, CARGO_* or RUSTUP_* variable leaks in from the
+# caller, so the toolchains write where a fresh user's would.
+
+# Messages name paths as ~/...; the sh -c scripts expand "$1" in the child.
+# shellcheck disable=SC2088,SC2016
+
+set -uo pipefail
+
+passed=0
+failed=0
+
+summary() { printf '%d passed, %d failed\n' "$passed" "$failed"; }
+
+ok() {
+  passed=$((passed + 1))
+  printf 'ok %s: %s\n' "$1" "$2"
+}
+
+# fail NAME DETAIL [LOG]: report, show the captured output, stop the run.
+fail() {
+  failed=$((failed + 1))
+  printf 'FAIL %s: %s\n' "$1" "$2"
+  if [ -n "${3:-}" ] && [ -s "$3" ]; then
+    sed 's/^/    | /' "$3"
+  fi
+  summary
+  exit 1
+}
+
+mode=${1:-}
+case $mode in
+  enabled | disabled) ;;
+  *)
+    echo "usage: $0 enabled|disabled" >&2
+    exit 2
+    ;;
+esac
+
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd -P)
+fixtures=${SCENARIO_FIXTURES:-$here/../fixtures}
+
+# --- preconditions -----------------------------------------------------------
+
+sandbox=${SANDBOX:-strument-sandbox}
+case $sandbox in
+  */*) [ -x "$sandbox" ] && sandbox=$(cd "$(dirname "$sandbox")" && pwd -P)/$(basename "$sandbox") ;;
+  *) sandbox=$(command -v "$sandbox") || sandbox=strument-sandbox ;;
+esac
+[ -x "$sandbox" ] ||
+  fail setup "SANDBOX=${SANDBOX:-strument-sandbox} is not an executable (build it: cargo build --features cli)"
+
+[ -n "${SCENARIO_ROOT:-}" ] || fail setup "SCENARIO_ROOT is not set (a directory outside every temp dir)"
+case $SCENARIO_ROOT in
+  /*) ;;
+  *) fail setup "SCENARIO_ROOT=$SCENARIO_ROOT is not absolute" ;;
+esac
+mkdir -p "$SCENARIO_ROOT" || fail setup "cannot create SCENARIO_ROOT=$SCENARIO_ROOT"
+root=$(cd "$SCENARIO_ROOT" && pwd -P)
+
+# The sandbox grants the temp dirs whole. A fake home under one of them would
+# be writable through that grant, and the home scenarios would prove nothing.
+for granted in /tmp /var/tmp /dev/shm ${TMPDIR:+"$TMPDIR"}; do
+  for form in "$granted" "$(cd "$granted" 2>/dev/null && pwd -P)"; do
+    if [ -z "$form" ] || [ "$form" = / ]; then continue; fi
+    case $root/ in
+      "${form%/}"/*)
+        fail setup "SCENARIO_ROOT=$SCENARIO_ROOT resolves to $root, under $granted, which the sandbox grants: a fake home there would be writable and prove nothing; use a directory outside every temp dir (e.g. under the build's target/, unless TMPDIR covers it)"
+        ;;
+    esac
+  done
+done
+
+if [ ! -d "$fixtures/go-hello" ] || [ ! -d "$fixtures/cargo-hello" ]; then
+  fail setup "fixtures not found in $fixtures (set SCENARIO_FIXTURES)"
+fi
+
+# The toolchains, resolved once with the caller's environment: afterwards
+# HOME is the fake home, where rustup's proxies would find no toolchain.
+path_dirs=()
+if [ "$mode" = enabled ]; then
+  go_bin=$(command -v go) ||
+    fail setup "go not found on PATH: install it (Debian: apt-get install golang-go)"
+  cargo_bin=$(command -v cargo) ||
+    fail setup "cargo not found on PATH: install a Rust toolchain (rustup, or Debian: apt-get install cargo)"
+  rustc_bin=$(command -v rustc) ||
+    fail setup "rustc not found on PATH: install a Rust toolchain (rustup, or Debian: apt-get install rustc)"
+  # rustup's proxies pick a toolchain from RUSTUP_HOME (default ~/.rustup,
+  # which the fake home lacks): use the binaries of the toolchain itself.
+  sysroot=$(rustc --print sysroot 2>/dev/null) || sysroot=
+  if [ -n "$sysroot" ] && [ -x "$sysroot/bin/rustc" ] && [ -x "$sysroot/bin/cargo" ]; then
+    rustc_bin=$sysroot/bin/rustc
+    cargo_bin=$sysroot/bin/cargo
+  fi
+  path_dirs+=("$(dirname "$rustc_bin")" "$(dirname "$cargo_bin")" "$(dirname "$go_bin")")
+fi
+clean_path=$PATH
+if [ "${#path_dirs[@]}" -gt 0 ]; then clean_path=$(printf '%s:' "${path_dirs[@]}")$PATH; fi
+
+user=$(id -un 2>/dev/null || echo scenario)
+base_env=(
+  "PATH=$clean_path" "LC_ALL=C" "USER=$user" "LOGNAME=$user" "SHELL=/bin/sh"
+  "GOTOOLCHAIN=local" "GOPROXY=off" "GOFLAGS=-mod=mod" "GOSUMDB=off"
+  "CARGO_TERM_COLOR=never" "CARGO_TERM_PROGRESS_WHEN=never"
+)
+[ "$mode" = enabled ] && base_env+=("RUSTC=$rustc_bin")
+# Temp space and the network settings an online cargo build needs.
+for var in TMPDIR http_proxy https_proxy HTTP_PROXY HTTPS_PROXY no_proxy NO_PROXY \
+  SSL_CERT_FILE SSL_CERT_DIR CARGO_HTTP_CAINFO NIX_SSL_CERT_FILE; do
+  [ -n "${!var:-}" ] && base_env+=("$var=${!var}")
+done
+
+# --- the fake home -----------------------------------------------------------
+
+# new_home NAME: a fresh home for one scenario, laid out like the home of a
+# user who has used cargo and go before (the cache directories exist: the
+# sandbox grants existing roots and reports missing ones as skipped), with
+# sentinels outside every granted root. Sets home, project, state, log.
+new_home() {
+  local dir=$root/$1
+  rm -rf "$dir"
+  home=$dir/home
+  project=$home/project
+  state=$home/.local/state/strument
+  log=$dir/output.log
+  mkdir -p "$project" "$state" "$home/Documents" "$home/.cargo/bin" \
+    "$home/.cargo/registry" "$home/.cargo/git" "$home/.config/go" \
+    "$home/.cache" "$home/go/pkg/mod" || fail "$1" "cannot create the fake home in $dir"
+  printf '# sentinel: ~/.bashrc\n' >"$home/.bashrc"
+  printf 'sentinel: my notes\n' >"$home/Documents/notes.txt"
+  printf '#!/bin/sh\necho sentinel tool\n' >"$home/.cargo/bin/tool"
+  chmod +x "$home/.cargo/bin/tool"
+  # `go` reads this file; a comment line leaves its settings alone.
+  printf '# sentinel: go env file\n' >"$home/.config/go/env"
+  : >"$log"
+}
+
+sentinels=(.bashrc Documents/notes.txt .cargo/bin/tool .config/go/env)
+sentinel_text() {
+  case $1 in
+    .bashrc) printf '# sentinel: ~/.bashrc\n' ;;
+    Documents/notes.txt) printf 'sentinel: my notes\n' ;;
+    .cargo/bin/tool) printf '#!/bin/sh\necho sentinel tool\n' ;;
+    .config/go/env) printf '# sentinel: go env file\n' ;;
+  esac
+}
+
+# sentinels_intact: empty output when every sentinel is still there, unchanged.
+sentinels_intact() {
+  local s
+  for s in "${sentinels[@]}"; do
+    if [ ! -f "$home/$s" ]; then
+      printf '~/%s is gone; ' "$s"
+    elif [ "$(cat "$home/$s")" != "$(sentinel_text "$s")" ]; then
+      printf '~/%s was modified; ' "$s"
+    fi
+  done
+}
+
+# host CMD...: run CMD with the scrubbed environment, unconfined, in $PWD.
+host() { env -i "${base_env[@]}" "HOME=$home" "$@"; }
+
+# sandboxed CMD...: run CMD under `strument-sandbox run` for the current fake
+# home, appending its output to the log; returns CMD's (or the sandbox's) status.
+sandboxed() {
+  { printf '$ strument-sandbox run --'; printf ' %q' "$@"; printf '\n'; } >>"$log"
+  env -i "${base_env[@]}" "HOME=$home" \
+    "$sandbox" run --project "$project" --state "$state" -- "$@" >>"$log" 2>&1
+}
+
+files_under() { find "$1" -type f 2>/dev/null | wc -l | tr -d ' '; }
+
+# --- Landlock enabled --------------------------------------------------------
+
+scenario_probe_supported() {
+  new_home probe-supported
+  local status=0
+  "$sandbox" probe >"$log" 2>&1 || status=$?
+  [ "$status" = 0 ] ||
+    fail probe-supported "probe exited $status: this kernel offers no Landlock, run the disabled mode instead" "$log"
+  local abi
+  abi=$(sed -n 's/^abi: *\([0-9][0-9]*\).*/\1/p' "$log" | head -n1)
+  [ -n "$abi" ] || fail probe-supported "probe exited 0 but printed no 'abi: N' line" "$log"
+  ok probe-supported "landlock abi $abi on kernel $(uname -r)"
+}
+
+scenario_go_test() {
+  new_home go-test
+  cp -R "$fixtures/go-hello" "$project/" || fail go-test "cannot copy the go fixture"
+  chmod -R u+w "$project/go-hello" # fixtures may come read-only from the Nix store
+  local start=$SECONDS status=0
+  (cd "$project/go-hello" && sandboxed go test -count=1 ./...) || status=$?
+  [ "$status" = 0 ] || fail go-test "go test exited $status under the sandbox" "$log"
+  grep -q '^ok.*example.com/hello' "$log" || fail go-test "go test printed no passing package" "$log"
+  local cached
+  cached=$(files_under "$home/.cache/go-build")
+  [ "$cached" -gt 0 ] ||
+    fail go-test "go test passed but wrote nothing to ~/.cache/go-build" "$log"
+  ok go-test "go test passed, $cached files written to ~/.cache/go-build ($((SECONDS - start)) s)"
+}
+
+scenario_cargo_build() {
+  new_home cargo-build
+  cp -R "$fixtures/cargo-hello" "$project/" || fail cargo-build "cannot copy the cargo fixture"
+  chmod -R u+w "$project/cargo-hello"
+  rm -rf "$project/cargo-hello/target"
+  local registry=$home/.cargo/registry flags=() how
+  if [ -n "${SCENARIO_CARGO_VENDOR:-}" ]; then
+    how="vendored sources"
+    flags=(--offline)
+    # Configuration, not cache: the sandbox keeps it read-only.
+    cat >"$home/.cargo/config.toml" <<EOF
+[source.crates-io]
+replace-with = "vendored-sources"
+
+[source.vendored-sources]
+directory = "$SCENARIO_CARGO_VENDOR"
+EOF
+  elif [ -n "${SCENARIO_CARGO_SEED:-}" ]; then
+    how="offline, registry seeded"
+    flags=(--offline)
+    # Index and downloaded .crate files only: extracting the sources into
+    # registry/src is left to the sandboxed build.
+    [ -d "$SCENARIO_CARGO_SEED/registry/cache" ] ||
+      fail cargo-build "SCENARIO_CARGO_SEED=$SCENARIO_CARGO_SEED has no registry/cache (fill it with cargo fetch)"
+    cp -R "$SCENARIO_CARGO_SEED/registry/index" "$SCENARIO_CARGO_SEED/registry/cache" "$registry/" ||
+      fail cargo-build "cannot copy the registry seed from $SCENARIO_CARGO_SEED"
+  else
+    how="online"
+  fi
+  local start=$SECONDS status=0
+  (cd "$project/cargo-hello" && sandboxed cargo build "${flags[@]}") || status=$?
+  [ "$status" = 0 ] || fail cargo-build "cargo build ($how) exited $status under the sandbox" "$log"
+
+  local bin=$project/cargo-hello/target/debug/cargo-hello out
+  [ -x "$bin" ] || fail cargo-build "cargo build passed but $bin was not written" "$log"
+  out=$("$bin" 2>&1)
+  [ "$out" = "hello, 42" ] || fail cargo-build "the built binary printed '$out', not 'hello, 42'" "$log"
+
+  local detail
+  if [ -n "${SCENARIO_CARGO_VENDOR:-}" ]; then
+    detail="built from vendored sources, target dir written"
+  else
+    # The dependency's sources are extracted by the build itself, in both
+    # the online and the seeded variant.
+    compgen -G "$registry/src/*/itoa-*/src/lib.rs" >/dev/null ||
+      fail cargo-build "cargo build passed but the dependency was not extracted to ~/.cargo/registry/src" "$log"
+    compgen -G "$registry/cache/*/itoa-*.crate" >/dev/null ||
+      fail cargo-build "no itoa .crate in ~/.cargo/registry/cache" "$log"
+    if [ "$how" = online ]; then
+      [ -n "$(ls -A "$registry/index" 2>/dev/null)" ] ||
+        fail cargo-build "online build wrote no registry index" "$log"
+      detail="downloaded index and crate, extracted to ~/.cargo/registry/src, target dir written"
+    else
+      detail="extracted to ~/.cargo/registry/src, target dir written"
+    fi
+  fi
+  ok cargo-build "cargo build passed ($how): $detail ($((SECONDS - start)) s)"
+}
+
+scenario_rm_rf_home() {
+  new_home rm-rf-home
+  mkdir -p "$project/src"
+  printf 'work\n' >"$project/README"
+  printf 'fn main() {}\n' >"$project/src/main.rs"
+  printf 'cached\n' >"$home/.cache/entry"
+  local status=0
+  sandboxed rm -rf "$home" || status=$?
+  [ -d "$home" ] || fail rm-rf-home "the home itself is gone" "$log"
+  local broken
+  broken=$(sentinels_intact)
+  [ -z "$broken" ] || fail rm-rf-home "outside the roots: ${broken% }" "$log"
+  [ "$status" != 0 ] || fail rm-rf-home "rm -rf ~ exited 0: it removed everything it tried to" "$log"
+  # The granted side: the project and the caches are writable, so rm empties them.
+  [ -z "$(ls -A "$project" 2>/dev/null)" ] ||
+    fail rm-rf-home "the project (a granted root) was not emptied: $(find "$project" -mindepth 1 -maxdepth 1 -printf '%f ')" "$log"
+  [ ! -e "$home/.cache/entry" ] || fail rm-rf-home "~/.cache/entry (a granted cache) survived" "$log"
+  ok rm-rf-home "rm exited $status; ${#sentinels[@]} sentinels outside the roots intact, project and ~/.cache emptied"
+}
+
+scenario_write_outside_denied() {
+  new_home write-outside-denied
+  printf 'kept\n' >"$project/existing.txt"
+  ln -s "$home/Documents/notes.txt" "$project/notes-link"
+  ln -s "$project/existing.txt" "$project/inside-link"
+  local name=write-outside-denied status
+
+  # Denied: each attempt must fail AND leave the filesystem as it was.
+  status=0
+  sandboxed sh -c 'echo pwned >>"$1"' sh "$home/.bashrc" || status=$?
+  [ "$status" != 0 ] || fail $name "appending to ~/.bashrc exited 0" "$log"
+  status=0
+  sandboxed sh -c 'echo pwned >"$1"' sh "$home/new-file" || status=$?
+  [ "$status" != 0 ] || fail $name "creating ~/new-file exited 0" "$log"
+  [ ! -e "$home/new-file" ] || fail $name "~/new-file was created" "$log"
+  status=0
+  sandboxed sh -c 'echo pwned >"$1"' sh "$project/notes-link" || status=$?
+  [ "$status" != 0 ] || fail $name "writing through project/notes-link (-> ~/Documents/notes.txt) exited 0" "$log"
+  status=0
+  sandboxed ln "$home/Documents/notes.txt" "$project/hard-link" || status=$?
+  [ "$status" != 0 ] || fail $name "hard-linking ~/Documents/notes.txt into the project exited 0" "$log"
+  [ ! -e "$project/hard-link" ] || fail $name "a hard link to ~/Documents/notes.txt appeared in the project" "$log"
+  local broken
+  broken=$(sentinels_intact)
+  [ -z "$broken" ] || fail $name "${broken% }" "$log"
+
+  # Granted: the same kinds of writes inside the project succeed.
+  sandboxed sh -c 'echo created >"$1"' sh "$project/new-file" ||
+    fail $name "creating project/new-file failed" "$log"
+  [ "$(cat "$project/new-file" 2>/dev/null)" = created ] || fail $name "project/new-file does not hold what was written" "$log"
+  sandboxed sh -c 'echo appended >>"$1"' sh "$project/existing.txt" ||
+    fail $name "appending to project/existing.txt failed" "$log"
+  sandboxed sh -c 'echo via-link >>"$1"' sh "$project/inside-link" ||
+    fail $name "writing through project/inside-link (-> project/existing.txt) failed" "$log"
+  [ "$(cat "$project/existing.txt")" = "$(printf 'kept\nappended\nvia-link')" ] ||
+    fail $name "project/existing.txt does not hold what was written" "$log"
+  sandboxed ln "$project/new-file" "$project/new-file-link" ||
+    fail $name "hard-linking inside the project failed" "$log"
+  [ "$project/new-file" -ef "$project/new-file-link" ] || fail $name "the hard link inside the project is missing" "$log"
+
+  ok $name "denied and unchanged: ~/.bashrc append, new file in ~, write via symlink out, hard link in; granted: the same inside the project"
+}
+
+# --- Landlock disabled -------------------------------------------------------
+
+scenario_probe_refuses() {
+  new_home probe-refuses
+  local status=0
+  "$sandbox" probe >"$log" 2>&1 || status=$?
+  [ "$status" = 3 ] || fail probe-refuses "probe exited $status, expected 3 (Landlock unavailable)" "$log"
+  local reason
+  reason=$(sed -n 's/^reason: *//p' "$log" | head -n1)
+  case $reason in
+    *disabled* | *"not built"*) ;;
+    *) fail probe-refuses "probe names no reason (disabled at boot / not built), got '$reason'" "$log" ;;
+  esac
+  local json
+  status=0
+  json=$("$sandbox" probe --json 2>>"$log") || status=$?
+  printf '%s\n' "$json" >>"$log"
+  [ "$status" = 3 ] || fail probe-refuses "probe --json exited $status, expected 3" "$log"
+  printf '%s' "$json" | tr -d ' \n' | grep -q '"supported":false' ||
+    fail probe-refuses "probe --json does not say \"supported\": false" "$log"
+  ok probe-refuses "probe exited 3, reason: $reason"
+}
+
+scenario_run_refuses() {
+  new_home run-refuses
+  local status=0 marker=$project/marker
+  sandboxed sh -c 'touch "$1"' sh "$marker" || status=$?
+  [ "$status" = 3 ] || fail run-refuses "run exited $status, expected 3 (refused)" "$log"
+  [ ! -e "$marker" ] || fail run-refuses "the command ran unconfined: $marker exists" "$log"
+  grep -qi landlock "$log" || fail run-refuses "the refusal does not mention Landlock" "$log"
+  ok run-refuses "run exited 3 and the command never ran (no marker)"
+}
+
+scenario_policy_reports() {
+  new_home policy-reports
+  local status=0
+  env -i "${base_env[@]}" "HOME=$home" \
+    "$sandbox" policy --project "$project" --state "$state" >"$log" 2>&1 || status=$?
+  [ "$status" = 0 ] || fail policy-reports "policy exited $status" "$log"
+  grep -qF "$project" "$log" || fail policy-reports "policy does not list the project $project" "$log"
+  grep -qF "$state" "$log" || fail policy-reports "policy does not list the state dir $state" "$log"
+  ok policy-reports "policy lists the project and state dir"
+}
+
+if [ "$mode" = enabled ]; then
+  scenario_probe_supported
+  scenario_go_test
+  scenario_cargo_build
+  scenario_rm_rf_home
+  scenario_write_outside_denied
+else
+  scenario_probe_refuses
+  scenario_run_refuses
+  scenario_policy_reports
+fi
+summary

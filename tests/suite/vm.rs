@@ -1,0 +1,107 @@
+//! The portable VM tier (`tests/vm/run-vm.sh`): Debian's stock kernel booted
+//! under qemu (TCG), once with Landlock and once with it turned off by
+//! `lsm=`, running the shared scenarios inside against the host's own
+//! toolchains and this build's binary. Needs qemu-system-x86, busybox-static,
+//! linux-image-amd64, go and cargo; a missing one fails the test by name.
+//! Each boot takes minutes: see doc/vm-tier.md.
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+use super::support::{BIN, output, require_tool, show};
+
+fn boot(mode: &str) -> Output {
+    require_tool("bash", "bash");
+    require_tool("qemu-system-x86_64", "qemu-system-x86");
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/vm/run-vm.sh");
+    let out = output(
+        Command::new("bash")
+            .arg(&script)
+            .arg(mode)
+            .env("SANDBOX", BIN),
+    );
+    println!("{}", String::from_utf8_lossy(&out.stdout));
+    out
+}
+
+#[track_caller]
+fn assert_passed(out: &Output, mode: &str, scenarios: &[&str]) {
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "the {mode} boot failed\n{}",
+        show(out)
+    );
+    for name in scenarios {
+        assert!(
+            stdout
+                .lines()
+                .any(|l| l.starts_with(&format!("ok {name}: "))),
+            "scenario {name} did not report ok in the guest\n{}",
+            show(out)
+        );
+    }
+    assert!(
+        stdout.contains(&format!("{} passed, 0 failed", scenarios.len())),
+        "{}",
+        show(out)
+    );
+    assert!(
+        stdout.contains(&format!("vm[{mode}]: PASS")),
+        "{}",
+        show(out)
+    );
+}
+
+#[test]
+fn landlock_enabled_kernel_passes_every_scenario() {
+    require_tool("go", "golang-go");
+    require_tool("cargo", "cargo");
+    let out = boot("enabled");
+    assert_passed(
+        &out,
+        "enabled",
+        &[
+            "probe-supported",
+            "go-test",
+            "cargo-build",
+            "rm-rf-home",
+            "write-outside-denied",
+        ],
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let lsm = stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("vm[enabled]: lsm: "))
+        .unwrap_or_default();
+    assert!(
+        lsm.split(',').any(|m| m == "landlock"),
+        "the guest's LSM list lacks landlock: {lsm:?}\n{}",
+        show(&out)
+    );
+}
+
+#[test]
+fn landlock_disabled_kernel_is_refused() {
+    let out = boot("disabled");
+    assert_passed(
+        &out,
+        "disabled",
+        &["probe-refuses", "run-refuses", "policy-reports"],
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let lsm = stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("vm[disabled]: lsm: "))
+        .unwrap_or_default();
+    assert!(
+        !lsm.is_empty() && !lsm.split(',').any(|m| m == "landlock"),
+        "the guest's LSM list should be non-empty and without landlock: {lsm:?}\n{}",
+        show(&out)
+    );
+    assert!(
+        stdout.contains("reason: ") && stdout.contains("EOPNOTSUPP"),
+        "probe in the guest did not report Landlock disabled at boot (EOPNOTSUPP)\n{}",
+        show(&out)
+    );
+}
