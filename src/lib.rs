@@ -27,13 +27,20 @@
 //!
 //! [Landlock]: https://docs.kernel.org/userspace-api/landlock.html
 
+mod denials;
 mod error;
+mod explain;
+#[cfg(fuzzing)]
+#[doc(hidden)]
+pub mod fuzzing;
 mod policy;
 mod probe;
 mod sys;
 mod writable;
 
+pub use denials::{Audited, Denial, DenialLogError};
 pub use error::{ApplyError, PolicyError};
+pub use explain::{ExplainError, Explanation, Verdict};
 pub use policy::{Granted, Policy, Prepared, Report, RootKind, SkipReason, Skipped, Warning};
 pub use probe::{Availability, Limitation, ProbeError, probe};
 pub use writable::{create_missing_caches, default_writable};

@@ -1,4 +1,5 @@
-//! Raw Landlock and prctl system calls: the crate's only `unsafe` code.
+//! Raw Landlock, prctl and audit-netlink system calls: the crate's only
+//! `unsafe` code.
 //!
 //! Everything here is a thin wrapper over one syscall. The functions used
 //! between `fork` and `exec` ([`confine_before_exec`]) call nothing but
@@ -68,12 +69,120 @@ pub(crate) fn restrict_self(fd: &OwnedFd, flags: u32) -> io::Result<()> {
 /// Arranges for `cmd`'s child to enforce the ruleset `fd` on itself between
 /// `fork` and `exec`. The parent stays unconfined.
 pub(crate) fn confine_before_exec(cmd: &mut Command, fd: Arc<OwnedFd>) {
-    let hook = move || restrict_self(&fd, 0);
+    confine_before_exec_with(cmd, fd, 0);
+}
+
+/// `LANDLOCK_RESTRICT_SELF_LOG_NEW_EXEC_ON` (ABI 7): keep logging refused
+/// accesses to the audit log after `execve`, where the kernel stops by default.
+pub(crate) const RESTRICT_SELF_LOG_NEW_EXEC_ON: u32 = 1 << 1;
+
+/// As [`confine_before_exec`], with `landlock_restrict_self` flags.
+pub(crate) fn confine_before_exec_with(cmd: &mut Command, fd: Arc<OwnedFd>, flags: u32) {
+    let hook = move || restrict_self(&fd, flags);
     // SAFETY: the hook runs in the forked child and only performs two
     // async-signal-safe syscalls (prctl, landlock_restrict_self) on a
     // descriptor opened by the parent; io::Error::last_os_error does not
     // allocate. Nothing else from the parent's state is touched.
     unsafe {
         cmd.pre_exec(hook);
+    }
+}
+
+/// `AUDIT_NLGRP_READLOG`: the multicast group of read-only audit listeners
+/// (systemd-journald's audit socket is one), which needs `CAP_AUDIT_READ`.
+const AUDIT_NLGRP_READLOG: u32 = 1;
+
+/// A `NETLINK_AUDIT` socket, not yet bound.
+pub(crate) fn audit_socket() -> io::Result<OwnedFd> {
+    // SAFETY: socket takes integers only; the descriptor is owned from here.
+    let fd = unsafe {
+        libc::socket(
+            libc::AF_NETLINK,
+            libc::SOCK_RAW | libc::SOCK_CLOEXEC,
+            libc::NETLINK_AUDIT,
+        )
+    };
+    if fd < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: `fd` was just returned by socket and is owned by nobody else.
+    Ok(unsafe { <OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(fd) })
+}
+
+/// Joins the audit socket `fd` to the read-only multicast group, so that
+/// it receives a copy of every audit record the kernel emits, whether or
+/// not an audit daemon also takes them.
+pub(crate) fn audit_join_readlog(fd: &OwnedFd) -> io::Result<()> {
+    // SAFETY: sockaddr_nl is plain data, valid when zeroed.
+    let mut addr: libc::sockaddr_nl = unsafe { std::mem::zeroed() };
+    addr.nl_family = libc::AF_NETLINK as libc::sa_family_t;
+    addr.nl_groups = 1 << (AUDIT_NLGRP_READLOG - 1);
+    // SAFETY: the address is a valid sockaddr_nl of the size passed.
+    let ret = unsafe {
+        libc::bind(
+            fd.as_raw_fd(),
+            (&raw const addr).cast(),
+            std::mem::size_of::<libc::sockaddr_nl>() as libc::socklen_t,
+        )
+    };
+    if ret == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
+/// Sends one netlink message to the kernel.
+pub(crate) fn netlink_send(fd: &OwnedFd, message: &[u8]) -> io::Result<()> {
+    // SAFETY: sockaddr_nl is plain data; zeroed, it addresses the kernel.
+    let mut kernel: libc::sockaddr_nl = unsafe { std::mem::zeroed() };
+    kernel.nl_family = libc::AF_NETLINK as libc::sa_family_t;
+    // SAFETY: the buffer and the address are valid for the sizes passed.
+    let ret = unsafe {
+        libc::sendto(
+            fd.as_raw_fd(),
+            message.as_ptr().cast(),
+            message.len(),
+            0,
+            (&raw const kernel).cast(),
+            std::mem::size_of::<libc::sockaddr_nl>() as libc::socklen_t,
+        )
+    };
+    if ret < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(())
+    }
+}
+
+/// Receives one datagram into `buf`, waiting at most `timeout_ms`.
+/// Returns 0 when nothing arrived in time.
+pub(crate) fn netlink_recv(fd: &OwnedFd, buf: &mut [u8], timeout_ms: i32) -> io::Result<usize> {
+    let mut poll = libc::pollfd {
+        fd: fd.as_raw_fd(),
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    // SAFETY: one valid pollfd.
+    let ready = unsafe { libc::poll(&raw mut poll, 1, timeout_ms) };
+    if ready < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    if ready == 0 {
+        return Ok(0);
+    }
+    // SAFETY: the buffer is valid and writable for its length.
+    let n = unsafe {
+        libc::recv(
+            fd.as_raw_fd(),
+            buf.as_mut_ptr().cast(),
+            buf.len(),
+            libc::MSG_DONTWAIT,
+        )
+    };
+    if n < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(n.unsigned_abs())
     }
 }

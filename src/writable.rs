@@ -1,8 +1,9 @@
 //! The default list of writable roots for a session.
 
 use std::ffi::{OsStr, OsString};
-use std::io;
+use std::io::{self, Read};
 use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
 use crate::error::PolicyError;
@@ -277,16 +278,38 @@ fn git_dirs(project_root: &Path) -> Result<Vec<PathBuf>, PolicyError> {
     if meta.is_dir() {
         return Ok(Vec::new()); // inside the project already
     }
-    let gitdir = project_root.join(parse_git_pointer(&read(&dotgit)?, "gitdir: ").map_err(
-        |reason| PolicyError::GitFile {
+    if !meta.is_file() {
+        // A fifo, socket or device: opening or reading it could block.
+        return Err(PolicyError::GitFile {
+            path: dotgit,
+            reason: "not a regular file".into(),
+        });
+    }
+    let bytes = read_pointer_file(&dotgit)
+        .map_err(|source| PolicyError::Io {
+            path: dotgit.clone(),
+            source,
+        })?
+        .map_err(|reason| PolicyError::GitFile {
             path: dotgit.clone(),
             reason,
-        },
-    )?);
+        })?;
+    let gitdir = project_root.join(parse_git_pointer(&bytes, "gitdir: ").map_err(|reason| {
+        PolicyError::GitFile {
+            path: dotgit.clone(),
+            reason,
+        }
+    })?);
     let mut out = vec![gitdir.clone()];
     let commondir_file = gitdir.join("commondir");
-    match std::fs::read(&commondir_file) {
-        Ok(bytes) => {
+    match read_pointer_file(&commondir_file) {
+        Ok(Err(reason)) => {
+            return Err(PolicyError::GitFile {
+                path: commondir_file,
+                reason,
+            });
+        }
+        Ok(Ok(bytes)) => {
             let common = parse_git_pointer(&bytes, "").map_err(|reason| PolicyError::GitFile {
                 path: commondir_file.clone(),
                 reason,
@@ -306,11 +329,29 @@ fn git_dirs(project_root: &Path) -> Result<Vec<PathBuf>, PolicyError> {
     Ok(out)
 }
 
-fn read(path: &Path) -> Result<Vec<u8>, PolicyError> {
-    std::fs::read(path).map_err(|source| PolicyError::Io {
-        path: path.to_path_buf(),
-        source,
-    })
+/// The most a pointer file may hold: git writes one short line.
+const MAX_POINTER_FILE: u64 = 64 * 1024;
+
+/// Reads a pointer file git wrote (`.git`, `commondir`), refusing, with
+/// the reason, anything that is not a small regular file: reading a fifo
+/// would wait forever for a writer, and `/dev/zero` would never end.
+fn read_pointer_file(path: &Path) -> io::Result<Result<Vec<u8>, String>> {
+    // O_NONBLOCK: opening a fifo must not wait for a writer either.
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK | libc::O_CLOEXEC)
+        .open(path)?;
+    if !file.metadata()?.is_file() {
+        return Ok(Err("not a regular file".into()));
+    }
+    let mut bytes = Vec::new();
+    file.take(MAX_POINTER_FILE + 1).read_to_end(&mut bytes)?;
+    if bytes.len() as u64 > MAX_POINTER_FILE {
+        return Ok(Err(format!(
+            "over {MAX_POINTER_FILE} bytes: not a pointer file git wrote"
+        )));
+    }
+    Ok(Ok(bytes))
 }
 
 /// Parses the one-line pointer files git writes: `.git` files

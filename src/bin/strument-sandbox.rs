@@ -1,4 +1,5 @@
-//! `strument-sandbox`: probe the kernel, show a policy, run a command confined.
+//! `strument-sandbox`: probe the kernel, show a policy, explain a path, run
+//! a command confined.
 
 use std::ffi::OsString;
 use std::io;
@@ -9,15 +10,20 @@ use std::process::{Command, ExitCode};
 use clap::{Args, Parser, Subcommand};
 use serde_json::{Value, json};
 use strument_sandbox::{
-    Availability, Policy, Report, create_missing_caches, default_writable, probe,
+    Availability, DenialLogError, Explanation, Policy, Report, Verdict, create_missing_caches,
+    default_writable, probe,
 };
 
 /// Exit statuses of the tool itself; `run` otherwise exits with the command's.
 mod status {
+    /// `explain`: some path is not writable.
+    pub const NOT_WRITABLE: u8 = 1;
     /// Landlock is unavailable: `probe` found none, `run` refused.
     pub const UNAVAILABLE: u8 = 3;
     /// The policy could not be built or enforced (bad path, threads, kernel refusal).
     pub const POLICY: u8 = 4;
+    /// `run --explain-denials`: refused writes cannot be read here; nothing ran.
+    pub const NO_DENIAL_LOG: u8 = 5;
     /// The command exists but could not be executed.
     pub const CANNOT_EXECUTE: u8 = 126;
     /// The command was not found.
@@ -33,14 +39,17 @@ covers every child process.
 Examples:
   strument-sandbox probe                       # does this kernel have Landlock?
   strument-sandbox policy --project ~/src/app  # what would be writable, and why not
+  strument-sandbox explain ~/.cargo/bin/tool   # would a write there land? what to --allow
   strument-sandbox run -- go test ./...        # confine, then exec
   strument-sandbox run --allow /srv/out -- make install
 
 Exit status:
   0    success (`run`: the command's own status otherwise)
+  1    `explain`: some path is not writable
   2    usage error
   3    Landlock unavailable: `probe` found none, `run` refused and ran nothing
-  4    the policy could not be built or enforced; nothing ran
+  4    the policy could not be built or enforced, or a path cannot be resolved; nothing ran
+  5    `run --explain-denials`: refused writes cannot be read here; nothing ran
   126  the command could not be executed
   127  the command was not found";
 
@@ -76,12 +85,39 @@ enum Cmd {
         #[arg(long)]
         json: bool,
     },
+    /// Say whether a write to each path would land, by which root, or what to --allow.
+    #[command(
+        after_help = "Each path is resolved as the kernel resolves it at the moment of a write \
+        (symlinks followed,\n`..` taken, the nearest existing directory for a path that does not \
+        exist yet) and compared\nwith the roots the policy grants, by device and inode. A file root \
+        grants that very file only.\n\n\
+        Exit status: 0 when every path is writable, 1 when some path is not, 4 when the policy\n\
+        cannot be built or a path cannot be resolved (symlink loop, not a directory, …).\n\n\
+        Examples:\n  strument-sandbox explain --project ~/src/app ~/src/app/target ~/.bashrc\n  \
+        strument-sandbox explain --allow /srv/out --json /srv/out/site/index.html"
+    )]
+    Explain {
+        #[command(flatten)]
+        roots: Roots,
+        /// Print one JSON object instead of text.
+        #[arg(long)]
+        json: bool,
+        /// The paths a write would go to.
+        #[arg(required = true, value_name = "PATH")]
+        paths: Vec<PathBuf>,
+    },
     /// Confine writes to the policy, then exec the command.
     #[command(
         after_help = "The command inherits the confinement, as does everything it starts.\n\
         If Landlock is unavailable nothing runs and the exit status is 3.\n\n\
+        --explain-denials runs the command as a child instead of exec'ing it and, once it\n\
+        exits, lists each access the kernel refused it with the root that would grant it.\n\
+        It reads Landlock's audit records (ABI 7, Linux 6.15), which needs root\n\
+        (CAP_AUDIT_READ) and kernel auditing on (`auditctl -e 1` or audit=1); otherwise\n\
+        nothing runs and the exit status is 5. Without root, ask in advance with `explain`.\n\n\
         Examples:\n  strument-sandbox run -- cargo build\n  \
-        strument-sandbox run --project ~/src/app --state ~/.local/state/strument -- sh -c 'make && make test'"
+        strument-sandbox run --project ~/src/app --state ~/.local/state/strument -- sh -c 'make && make test'\n  \
+        sudo strument-sandbox run --explain-denials -- make install"
     )]
     Run {
         #[command(flatten)]
@@ -93,6 +129,10 @@ enum Cmd {
         /// before confining; missing ones then stay unwritable for the whole run.
         #[arg(long)]
         no_create_caches: bool,
+        /// After the command exits, list each access the kernel refused it and the root that
+        /// would grant it (needs root and kernel auditing; see below).
+        #[arg(long)]
+        explain_denials: bool,
         /// The command and its arguments, after `--`.
         #[arg(last = true, required = true, value_name = "CMD")]
         command: Vec<OsString>,
@@ -132,12 +172,22 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Cmd::Probe { json } => cmd_probe(json),
         Cmd::Policy { roots, json } => cmd_policy(&roots, json),
+        Cmd::Explain { roots, json, paths } => cmd_explain(&roots, json, &paths),
         Cmd::Run {
             roots,
             verbose,
             no_create_caches,
+            explain_denials,
             command,
-        } => cmd_run(&roots, verbose, !no_create_caches, &command),
+        } => cmd_run(
+            &roots,
+            &RunOptions {
+                verbose,
+                create_caches: !no_create_caches,
+                explain_denials,
+            },
+            &command,
+        ),
     };
     match result {
         Ok(code) => ExitCode::from(code),
@@ -222,49 +272,162 @@ fn cmd_policy(roots: &Roots, json: bool) -> Result<u8, Failure> {
     Ok(0)
 }
 
-fn cmd_run(
-    roots: &Roots,
+fn cmd_explain(roots: &Roots, json: bool, paths: &[PathBuf]) -> Result<u8, Failure> {
+    let policy = build_policy(roots)?;
+    let report = policy
+        .check()
+        .map_err(|e| Failure::new(status::POLICY, e))?;
+    let mut explained = Vec::with_capacity(paths.len());
+    for path in paths {
+        let absolute = std::path::absolute(path)
+            .map_err(|e| Failure::new(status::POLICY, format!("{}: {e}", path.display())))?;
+        let e = report
+            .explain(&absolute)
+            .map_err(|e| Failure::new(status::POLICY, e))?;
+        explained.push(e);
+    }
+    if json {
+        let v = json!({
+            "abi": report.abi,
+            "paths": explained.iter().map(explanation_json).collect::<Vec<_>>(),
+        });
+        println!("{v}");
+    } else {
+        for e in &explained {
+            println!("{}", explanation_text(e));
+        }
+        if report.abi == 0 {
+            println!("note: this kernel has no Landlock: `run` would refuse to run anything");
+        }
+    }
+    Ok(if explained.iter().all(Explanation::is_granted) {
+        0
+    } else {
+        status::NOT_WRITABLE
+    })
+}
+
+fn explanation_text(e: &Explanation) -> String {
+    let path = e.path.display();
+    match &e.verdict {
+        Verdict::Granted(root) => format!(
+            "{path}: writable, granted by {} ({})",
+            root.path.display(),
+            root.kind.name()
+        ),
+        Verdict::Denied { allow, skipped } => {
+            let checked = e.checked.display();
+            let mut line = if e.exists {
+                format!("{path}: not writable: no root grants {checked}")
+            } else {
+                format!(
+                    "{path}: not writable: it would be created in {checked}, which no root grants"
+                )
+            };
+            line.push_str(&format!("; to allow it: --allow {}", allow.display()));
+            for s in skipped {
+                line.push_str(&format!(
+                    " (the policy lists {}, but it grants nothing: {})",
+                    s.path.display(),
+                    s.reason
+                ));
+            }
+            line
+        }
+        _ => format!("{path}: unknown verdict"),
+    }
+}
+
+fn explanation_json(e: &Explanation) -> Value {
+    let (granted_by, allow, skipped) = match &e.verdict {
+        Verdict::Granted(root) => (
+            json!({ "path": root.path.to_string_lossy(), "kind": root.kind.name() }),
+            Value::Null,
+            Vec::new(),
+        ),
+        Verdict::Denied { allow, skipped } => (
+            Value::Null,
+            json!(allow.to_string_lossy()),
+            skipped
+                .iter()
+                .map(|s| json!({ "path": s.path.to_string_lossy(), "reason": s.reason.kind() }))
+                .collect(),
+        ),
+        _ => (Value::Null, Value::Null, Vec::new()),
+    };
+    json!({
+        "path": e.path.to_string_lossy(),
+        "writable": e.is_granted(),
+        "checked": e.checked.to_string_lossy(),
+        "exists": e.exists,
+        "granted_by": granted_by,
+        "allow": allow,
+        "skipped": skipped,
+    })
+}
+
+/// The flags of `run` beyond the roots and the command.
+struct RunOptions {
     verbose: bool,
     create_caches: bool,
-    command: &[OsString],
-) -> Result<u8, Failure> {
+    explain_denials: bool,
+}
+
+fn cmd_run(roots: &Roots, options: &RunOptions, command: &[OsString]) -> Result<u8, Failure> {
+    let verbose = options.verbose;
     let (program, args) = command
         .split_first()
         .ok_or_else(|| Failure::new(2, "run: no command given after `--`"))?;
     let policy = build_policy(roots)?;
-    if create_caches {
+    if options.create_caches {
         for path in create_missing_caches() {
             if verbose {
                 eprintln!("strument-sandbox: created {}", path.display());
             }
         }
     }
-    let report = policy.apply().map_err(|e| match e {
+    let refused = |e: strument_sandbox::ApplyError| match e {
         strument_sandbox::ApplyError::Unavailable(_) => Failure::new(status::UNAVAILABLE, e),
         e => Failure::new(status::POLICY, e),
-    })?;
+    };
+    if options.explain_denials {
+        let prepared = policy.prepare().map_err(refused)?;
+        if verbose {
+            print_report(prepared.report());
+        }
+        return run_explaining_denials(&prepared, program, args);
+    }
+    let report = policy.apply().map_err(refused)?;
     if verbose {
-        for g in &report.granted {
-            eprintln!("strument-sandbox: granted {}", g.path.display());
-        }
-        for s in &report.skipped {
-            eprintln!(
-                "strument-sandbox: skipped {} ({})",
-                s.path.display(),
-                s.reason
-            );
-        }
-        for w in &report.warnings {
-            eprintln!("strument-sandbox: warning: {w}");
-        }
-        for l in &report.limitations {
-            eprintln!("strument-sandbox: limitation: {l}");
-        }
+        print_report(&report);
     }
     // exec only returns on failure.
     let err = Command::new(program).args(args).exec();
+    Err(cannot_run(program, &err))
+}
+
+fn print_report(report: &Report) {
+    for g in &report.granted {
+        eprintln!("strument-sandbox: granted {}", g.path.display());
+    }
+    for s in &report.skipped {
+        eprintln!(
+            "strument-sandbox: skipped {} ({})",
+            s.path.display(),
+            s.reason
+        );
+    }
+    for w in &report.warnings {
+        eprintln!("strument-sandbox: warning: {w}");
+    }
+    for l in &report.limitations {
+        eprintln!("strument-sandbox: limitation: {l}");
+    }
+}
+
+fn cannot_run(program: &OsString, err: &io::Error) -> Failure {
     let name = Path::new(program).display();
-    Err(match err.kind() {
+    match err.kind() {
         io::ErrorKind::NotFound => {
             Failure::new(status::NOT_FOUND, format!("{name}: command not found"))
         }
@@ -272,7 +435,110 @@ fn cmd_run(
             status::CANNOT_EXECUTE,
             format!("{name}: cannot execute: {err}"),
         ),
-    })
+    }
+}
+
+/// `run --explain-denials`: the command runs as a child, and afterwards
+/// each refused access is printed with the root that would grant it.
+fn run_explaining_denials(
+    prepared: &strument_sandbox::Prepared,
+    program: &OsString,
+    args: &[OsString],
+) -> Result<u8, Failure> {
+    let audited = prepared
+        .status_with_denials(Command::new(program).args(args))
+        .map_err(|e| match e {
+            DenialLogError::Spawn(err) => cannot_run(program, &err),
+            e => Failure::new(
+                status::NO_DENIAL_LOG,
+                format!("--explain-denials: {e}; nothing ran; {}", e.hint()),
+            ),
+        })?;
+    for denial in &audited.denials {
+        let what = denial
+            .blockers
+            .iter()
+            .map(|b| format!("{} ({b})", blocker_text(b)))
+            .collect::<Vec<_>>()
+            .join(", ");
+        let on = if denial
+            .blockers
+            .iter()
+            .any(|b| b.starts_with("fs.make_") || b.starts_with("fs.remove_"))
+        {
+            "in"
+        } else {
+            "on"
+        };
+        let Some(path) = &denial.path else {
+            eprintln!("strument-sandbox: refused {what}: {}", denial.record);
+            continue;
+        };
+        let advice = match prepared.report().explain(path) {
+            Ok(e) => match &e.verdict {
+                Verdict::Denied { allow, .. } => {
+                    format!(
+                        "no root grants it; to allow it: --allow {}",
+                        allow.display()
+                    )
+                }
+                Verdict::Granted(root) => format!(
+                    "writable through {}, so the other end of a rename or link was outside the roots",
+                    root.path.display()
+                ),
+                _ => String::new(),
+            },
+            Err(err) => format!("cannot explain: {err}"),
+        };
+        eprintln!(
+            "strument-sandbox: refused {what} {on} {}: {advice}",
+            path.display()
+        );
+    }
+    let logged = audited.denials.len() as u64;
+    match audited.refused {
+        Some(total) if total > logged => eprintln!(
+            "strument-sandbox: {} more refused accesses were not logged",
+            total - logged
+        ),
+        _ if audited.lost => {
+            eprintln!("strument-sandbox: some audit records were lost: the list may be incomplete");
+        }
+        _ if logged == 0 => eprintln!("strument-sandbox: no access was refused"),
+        _ => {}
+    }
+    Ok(exit_code(audited.status))
+}
+
+/// What an audit record's blocker means, for a person.
+fn blocker_text(blocker: &str) -> &'static str {
+    match blocker {
+        "fs.write_file" => "writing a file",
+        "fs.truncate" => "truncating a file",
+        "fs.make_reg" => "creating a file",
+        "fs.make_dir" => "creating a directory",
+        "fs.make_sym" => "creating a symlink",
+        "fs.make_sock" => "creating a socket",
+        "fs.make_fifo" => "creating a fifo",
+        "fs.make_char" => "creating a character device",
+        "fs.make_block" => "creating a block device",
+        "fs.remove_file" => "removing a file",
+        "fs.remove_dir" => "removing a directory",
+        "fs.refer" => "moving or linking between places",
+        "fs.change_topology" => "mounting",
+        "ptrace" => "tracing a less confined process",
+        _ => "an access",
+    }
+}
+
+/// The shell's convention: the exit code, or 128 + the signal.
+fn exit_code(status: std::process::ExitStatus) -> u8 {
+    use std::os::unix::process::ExitStatusExt;
+    match (status.code(), status.signal()) {
+        (Some(code), _) => u8::try_from(code).unwrap_or(1),
+        (None, Some(signal)) => u8::try_from(128 + signal).unwrap_or(255),
+        _ => 1,
+    }
 }
 
 /// The default writable set for the flags, with relative paths taken

@@ -149,3 +149,148 @@ fn run_reports_a_missing_command_with_127_and_passes_statuses_through() {
         show(&out)
     );
 }
+
+#[test]
+fn every_flag_without_its_value_and_every_unknown_flag_is_a_usage_error_and_nothing_runs() {
+    let h = FakeHome::new();
+    let marker = h.project.join("ran");
+    let marker = marker.to_str().expect("utf-8");
+    let touch = ["--", "touch", marker];
+    // The cases `usage_errors_exit_2_and_name_the_problem` does not cover.
+    let cases: Vec<(Vec<&str>, &str)> = vec![
+        (
+            ["run", "--state"].iter().chain(&touch).copied().collect(),
+            "--state",
+        ),
+        (
+            ["run", "--project"].iter().chain(&touch).copied().collect(),
+            "--project",
+        ),
+        (
+            ["run", "--allow"].iter().chain(&touch).copied().collect(),
+            "--allow",
+        ),
+        (vec!["run", "--explain-denials", "touch", marker], "CMD"),
+        (
+            vec!["run", "--verbose=yes", "--", "touch", marker],
+            "--verbose",
+        ),
+        (vec!["policy", "--project"], "--project"),
+        (vec!["policy", "--allow"], "--allow"),
+        (vec!["policy", "--frobnicate"], "--frobnicate"),
+        (vec!["explain", "--project"], "--project"),
+        (vec!["explain", "--state"], "--state"),
+        (vec!["explain", "--allow"], "--allow"),
+        (vec!["explain", "--frobnicate", "/tmp"], "--frobnicate"),
+        (vec!["explain"], "PATH"),
+        (vec!["probe", "--frobnicate"], "--frobnicate"),
+        (vec!["probe", "extra"], "extra"),
+        (vec![], "Usage"),
+    ];
+    for (args, needle) in cases {
+        let mut cmd = Command::new(BIN);
+        cmd.args(&args);
+        h.env(&mut cmd);
+        let out = output(&mut cmd);
+        assert_eq!(out.status.code(), Some(2), "{args:?}\n{}", show(&out));
+        assert!(
+            String::from_utf8_lossy(&out.stderr).contains(needle),
+            "{args:?} does not name {needle:?}\n{}",
+            show(&out)
+        );
+        assert!(!h.project.join("ran").exists(), "{args:?} ran the command");
+    }
+}
+
+fn explain(h: &FakeHome, args: &[&std::ffi::OsStr]) -> std::process::Output {
+    let mut cmd = Command::new(BIN);
+    cmd.arg("explain")
+        .arg("--project")
+        .arg(&h.project)
+        .args(args);
+    h.env(&mut cmd);
+    output(&mut cmd)
+}
+
+#[test]
+fn explain_says_which_root_grants_a_write_or_what_to_allow() {
+    let h = FakeHome::new();
+    let later = h.home.join("later");
+    let inside = h.project.join("src/main.rs");
+    let bashrc = h.home.join(".bashrc");
+    let out = explain(&h, &[inside.as_os_str()]);
+    assert_eq!(out.status.code(), Some(0), "{}", show(&out));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains(&format!(
+            "writable, granted by {} (directory)",
+            h.project.display()
+        )),
+        "{text}"
+    );
+
+    let out = explain(
+        &h,
+        &[
+            "--allow".as_ref(),
+            later.as_os_str(),
+            inside.as_os_str(),
+            bashrc.as_os_str(),
+            later.join("x").as_os_str(),
+        ],
+    );
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "one path is not writable\n{}",
+        show(&out)
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains(&format!("to allow it: --allow {}", bashrc.display())),
+        "{text}"
+    );
+    assert!(
+        text.contains(&format!(
+            "the policy lists {}, but it grants nothing",
+            later.display()
+        )),
+        "{text}"
+    );
+
+    // --json, and a relative path taken against the current directory.
+    let out = explain(
+        &h,
+        &[
+            "--json".as_ref(),
+            "../.bashrc".as_ref(),
+            "new-file".as_ref(),
+        ],
+    );
+    assert_eq!(out.status.code(), Some(1), "{}", show(&out));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    let paths = v["paths"].as_array().expect("array");
+    assert_eq!(paths[0]["writable"], false);
+    assert_eq!(paths[0]["checked"], bashrc.to_str().expect("utf-8"));
+    assert_eq!(paths[0]["allow"], bashrc.to_str().expect("utf-8"));
+    assert_eq!(paths[1]["writable"], true);
+    assert_eq!(paths[1]["exists"], false);
+    assert_eq!(
+        paths[1]["granted_by"]["path"],
+        h.project.to_str().expect("utf-8")
+    );
+}
+
+#[test]
+fn explain_refuses_a_path_that_cannot_resolve_with_4_and_the_path_named() {
+    let h = FakeHome::new();
+    let looped = h.project.join("loop");
+    std::os::unix::fs::symlink("loop", &looped).expect("symlink loop");
+    let out = explain(&h, &[looped.as_os_str()]);
+    assert_eq!(out.status.code(), Some(4), "{}", show(&out));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("loop") && err.contains("cannot resolve"),
+        "{err}"
+    );
+}

@@ -120,3 +120,83 @@ fn non_utf8_paths_work() {
     let report = Policy { writable: roots }.check().expect("check");
     assert_eq!(report.granted[0].path, odd);
 }
+
+#[test]
+fn a_git_file_that_is_not_a_small_regular_file_is_an_error_not_a_hang() {
+    use std::os::unix::net::UnixListener;
+    let h = FakeHome::new();
+    let dotgit = h.project.join(".git");
+    let expect_git_file_error = |what: &str| match default_writable(&h.project, None, &[]) {
+        Err(e @ PolicyError::GitFile { .. }) => {
+            assert!(e.to_string().contains(".git"), "{what}: {e}")
+        }
+        other => panic!("{what}: expected a GitFile error, got {other:?}"),
+    };
+    // A fifo: reading it would wait forever for a writer.
+    let c = std::ffi::CString::new(dotgit.as_os_str().as_bytes()).expect("no NUL");
+    // SAFETY: a valid C string.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+    expect_git_file_error("fifo");
+    fs::remove_file(&dotgit).expect("rm");
+    drop(UnixListener::bind(&dotgit).expect("socket"));
+    expect_git_file_error("socket");
+    fs::remove_file(&dotgit).expect("rm");
+    // Over 64 KiB: not what git writes (and /dev/zero would never end).
+    fs::write(&dotgit, vec![b' '; 70_000]).expect("big .git");
+    expect_git_file_error("huge");
+    fs::write(&dotgit, b"gitdir: /a\0b\n").expect("NUL .git");
+    expect_git_file_error("NUL");
+}
+
+#[test]
+fn commondir_files_get_the_same_scrutiny_as_git_files() {
+    let h = FakeHome::new();
+    let gitdir = h.home.join("repo/.git/worktrees/wt");
+    fs::create_dir_all(&gitdir).expect("mkdir gitdir");
+    fs::write(
+        h.project.join(".git"),
+        "gitdir: ../repo/.git/worktrees/wt\n",
+    )
+    .expect(".git");
+    let commondir = gitdir.join("commondir");
+    for (contents, ok) in [
+        (&b"../..\r\n"[..], true),
+        (b"/elsewhere/common\n", true),
+        (b"", false),
+        (b"\n\n", false),
+        (b"\x00\x01binary", false),
+        (b"../..\n../x\n", false),
+    ] {
+        fs::write(&commondir, contents).expect("commondir");
+        match default_writable(&h.project, None, &[]) {
+            Ok(roots) => {
+                assert!(ok, "{contents:?} accepted: {roots:?}");
+                // Relative to the gitdir (reached through the relative .git
+                // pointer), absolute as written.
+                let relative = h.project.join("../repo/.git/worktrees/wt");
+                assert!(roots.contains(&relative), "{roots:?}");
+                assert!(
+                    roots.contains(&relative.join("../.."))
+                        || roots.contains(&PathBuf::from("/elsewhere/common")),
+                    "{contents:?}: {roots:?}"
+                );
+            }
+            Err(e @ PolicyError::GitFile { .. }) => {
+                assert!(!ok, "{contents:?} refused: {e}");
+                assert!(e.to_string().contains("commondir"), "{e}");
+            }
+            Err(e) => panic!("{contents:?}: {e}"),
+        }
+    }
+    // A relative gitdir that does not exist is listed and then skipped.
+    fs::write(h.project.join(".git"), "gitdir: ../no-such-repo/.git\n").expect(".git");
+    let roots = default_writable(&h.project, None, &[]).expect("a missing target is not malformed");
+    let missing = h.project.join("../no-such-repo/.git");
+    assert!(roots.contains(&missing), "{roots:?}");
+    let report = Policy { writable: roots }.check().expect("check");
+    assert!(
+        report.skipped.iter().any(|s| s.path == missing),
+        "{:?}",
+        report.skipped
+    );
+}

@@ -1,0 +1,416 @@
+//! After the fact: the accesses the kernel refused a command, read from
+//! the audit records Landlock emits from ABI 7 on.
+
+use std::io;
+use std::os::fd::OwnedFd;
+use std::os::unix::ffi::OsStringExt;
+use std::path::PathBuf;
+use std::process::{Command, ExitStatus};
+use std::time::{Duration, Instant};
+
+use crate::policy::Prepared;
+use crate::sys;
+
+/// `AUDIT_GET`: asks for the audit status.
+const AUDIT_GET: u16 = 1000;
+/// `AUDIT_LANDLOCK_ACCESS`: one refused access.
+const AUDIT_LANDLOCK_ACCESS: u16 = 1423;
+/// `AUDIT_LANDLOCK_DOMAIN`: a sandbox (domain) allocated or freed.
+const AUDIT_LANDLOCK_DOMAIN: u16 = 1424;
+/// `NLMSG_ERROR`: the kernel's answer to a refused request.
+const NLMSG_ERROR: u16 = 2;
+/// Size of `struct nlmsghdr`.
+const NLMSG_HDRLEN: usize = 16;
+
+/// One access the kernel refused the command, as its audit record says.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Denial {
+    /// What was missing, in the kernel's words: `fs.write_file`,
+    /// `fs.make_reg`, `fs.remove_file`, `fs.refer`, `ptrace`, …
+    pub blockers: Vec<String>,
+    /// The object the right was checked on, when it is a file: the file
+    /// itself for `fs.write_file` and `fs.truncate`, the directory for
+    /// `fs.make_*` and `fs.remove_*`.
+    pub path: Option<PathBuf>,
+    /// The record's fields as the kernel wrote them.
+    pub record: String,
+}
+
+/// What [`Prepared::status_with_denials`] observed.
+#[derive(Debug)]
+#[non_exhaustive]
+pub struct Audited {
+    /// How the command ended.
+    pub status: ExitStatus,
+    /// The refused accesses whose records arrived, in order.
+    pub denials: Vec<Denial>,
+    /// How many accesses the kernel refused the command's sandbox in all,
+    /// logged or not, from the record it emits when the sandbox is freed;
+    /// `None` when that record did not arrive (a process the command
+    /// started outlives it, or nothing was refused).
+    pub refused: Option<u64>,
+    /// Whether records were lost because they arrived faster than they
+    /// were read (`ENOBUFS`).
+    pub lost: bool,
+}
+
+/// Why refused accesses cannot be read here. Nothing ran.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum DenialLogError {
+    /// The kernel's Landlock predates audit records (ABI 7, Linux 6.15).
+    #[error("Landlock ABI {abi} emits no audit records (they came with ABI 7, Linux 6.15)")]
+    Abi {
+        /// The kernel's ABI.
+        abi: u32,
+    },
+    /// The audit records cannot be received: `EPERM` without
+    /// `CAP_AUDIT_READ` (root), `ECONNREFUSED` outside the initial user or
+    /// network namespace, `EPROTONOSUPPORT` without `CONFIG_AUDIT`.
+    #[error("cannot receive the kernel's audit records: {0}")]
+    Unreadable(#[source] io::Error),
+    /// Auditing is off (`audit=0`, or never turned on): Landlock emits
+    /// no record at all.
+    #[error("kernel auditing is off, so Landlock records no refusal")]
+    AuditOff,
+    /// The command could not be started.
+    #[error("{0}")]
+    Spawn(#[source] io::Error),
+    /// Waiting for the command failed.
+    #[error("waiting for the command: {0}")]
+    Wait(#[source] io::Error),
+}
+
+impl DenialLogError {
+    /// What to do instead, for a person.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use strument_sandbox::DenialLogError;
+    /// assert!(DenialLogError::AuditOff.hint().contains("audit=1"));
+    /// ```
+    #[must_use]
+    pub fn hint(&self) -> &'static str {
+        match self {
+            DenialLogError::Abi { .. } => {
+                "ask in advance instead: `strument-sandbox explain PATH`; or trace the failing \
+                 calls: `strace -f -Z -e trace=%file`"
+            }
+            DenialLogError::Unreadable(_) => {
+                "audit records reach only root (CAP_AUDIT_READ) in the initial namespaces; \
+                 ask in advance instead: `strument-sandbox explain PATH`, or trace the \
+                 failing calls: `strace -f -Z -e trace=%file`"
+            }
+            DenialLogError::AuditOff => {
+                "turn auditing on (`auditctl -e 1`, or boot with audit=1), or ask in advance: \
+                 `strument-sandbox explain PATH`, or trace: `strace -f -Z -e trace=%file`"
+            }
+            DenialLogError::Spawn(_) | DenialLogError::Wait(_) => {
+                "check the command's name and permissions"
+            }
+        }
+    }
+}
+
+impl Prepared {
+    /// Runs `cmd` confined, as [`Prepared::confine`] does, with the kernel
+    /// asked to log every access the command and its descendants are
+    /// refused (`LANDLOCK_RESTRICT_SELF_LOG_NEW_EXEC_ON`: by default
+    /// Landlock stops logging at `execve`), and returns its exit status
+    /// with those refusals.
+    ///
+    /// The records are read from the audit subsystem's read-only
+    /// multicast group while the command runs; they are tied to the
+    /// command by the sandbox's domain record, which names the pid that
+    /// created it. An audit daemon, if any, still gets its own copy.
+    /// The caller stays unconfined.
+    ///
+    /// # Errors
+    ///
+    /// Before anything runs: [`DenialLogError::Abi`] before ABI 7,
+    /// [`DenialLogError::Unreadable`] without `CAP_AUDIT_READ` or outside
+    /// the initial namespaces, [`DenialLogError::AuditOff`] when auditing
+    /// is off (checked when `CAP_AUDIT_CONTROL` allows asking). Then
+    /// [`DenialLogError::Spawn`] when the command cannot start and
+    /// [`DenialLogError::Wait`] when waiting for it fails.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// use std::process::Command;
+    /// use strument_sandbox::Policy;
+    ///
+    /// let prepared = Policy { writable: vec!["/home/me/project".into()] }.prepare()?;
+    /// let audited = prepared.status_with_denials(Command::new("make").arg("install"))?;
+    /// for denial in &audited.denials {
+    ///     eprintln!("refused {:?} on {:?}", denial.blockers, denial.path);
+    /// }
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn status_with_denials(&self, cmd: &mut Command) -> Result<Audited, DenialLogError> {
+        let abi = self.availability.abi;
+        if abi < 7 {
+            return Err(DenialLogError::Abi { abi });
+        }
+        let listener = sys::audit_socket().map_err(DenialLogError::Unreadable)?;
+        sys::audit_join_readlog(&listener).map_err(DenialLogError::Unreadable)?;
+        if audit_enabled() == Some(false) {
+            return Err(DenialLogError::AuditOff);
+        }
+        sys::confine_before_exec_with(
+            cmd,
+            std::sync::Arc::clone(&self.ruleset),
+            sys::RESTRICT_SELF_LOG_NEW_EXEC_ON,
+        );
+        let mut child = cmd.spawn().map_err(DenialLogError::Spawn)?;
+        let mut log = Log::new(child.id());
+        let status = loop {
+            if let Some(status) = child.try_wait().map_err(DenialLogError::Wait)? {
+                break status;
+            }
+            log.receive(&listener, 50);
+        };
+        // The last records and the sandbox's release trail the exit.
+        let deadline = Instant::now() + Duration::from_secs(2);
+        let mut quiet_since = Instant::now();
+        while log.refused.is_none() && Instant::now() < deadline {
+            if log.receive(&listener, 20) {
+                quiet_since = Instant::now();
+            } else if quiet_since.elapsed() > Duration::from_millis(300) {
+                break;
+            }
+        }
+        Ok(log.finish(status))
+    }
+}
+
+/// Whether kernel auditing is on, when this process may ask
+/// (`CAP_AUDIT_CONTROL`); `None` when it may not or the answer is unclear.
+fn audit_enabled() -> Option<bool> {
+    let socket = sys::audit_socket().ok()?;
+    let mut request = Vec::with_capacity(NLMSG_HDRLEN);
+    request.extend_from_slice(&(NLMSG_HDRLEN as u32).to_ne_bytes());
+    request.extend_from_slice(&AUDIT_GET.to_ne_bytes());
+    request.extend_from_slice(&(libc::NLM_F_REQUEST as u16).to_ne_bytes());
+    request.extend_from_slice(&1u32.to_ne_bytes()); // sequence
+    request.extend_from_slice(&0u32.to_ne_bytes()); // port: the kernel
+    sys::netlink_send(&socket, &request).ok()?;
+    let mut buf = vec![0u8; 8192];
+    for _ in 0..4 {
+        let n = sys::netlink_recv(&socket, &mut buf, 1000).ok()?;
+        let (kind, payload) = message(&buf[..n])?;
+        match kind {
+            // struct audit_status { u32 mask; u32 enabled; … }
+            AUDIT_GET => return Some(u32_at(payload, 4)? != 0),
+            NLMSG_ERROR => return None,
+            _ => {}
+        }
+    }
+    None
+}
+
+/// The type and payload of the first netlink message in a datagram.
+fn message(datagram: &[u8]) -> Option<(u16, &[u8])> {
+    let len = usize::try_from(u32_at(datagram, 0)?).ok()?;
+    let kind = u16::from_ne_bytes(datagram.get(4..6)?.try_into().ok()?);
+    let payload = datagram.get(NLMSG_HDRLEN..len.min(datagram.len()))?;
+    Some((kind, payload))
+}
+
+fn u32_at(bytes: &[u8], at: usize) -> Option<u32> {
+    Some(u32::from_ne_bytes(bytes.get(at..at + 4)?.try_into().ok()?))
+}
+
+/// The records received so far, sorted out for one command.
+struct Log {
+    pid: String,
+    domain: Option<String>,
+    /// Every access record, with its domain: ours is known only once
+    /// its domain record, which follows the first access record, arrives.
+    accesses: Vec<(String, Denial)>,
+    refused: Option<u64>,
+    lost: bool,
+    buf: Vec<u8>,
+}
+
+/// At most this many access records are kept, of every sandbox on the
+/// machine, so that a flood elsewhere cannot exhaust memory.
+const MAX_RECORDS: usize = 100_000;
+
+impl Log {
+    fn new(pid: u32) -> Log {
+        Log {
+            pid: pid.to_string(),
+            domain: None,
+            accesses: Vec::new(),
+            refused: None,
+            lost: false,
+            buf: vec![0u8; 64 * 1024],
+        }
+    }
+
+    /// Waits up to `timeout_ms` for one record; whether one arrived.
+    fn receive(&mut self, socket: &OwnedFd, timeout_ms: i32) -> bool {
+        let n = match sys::netlink_recv(socket, &mut self.buf, timeout_ms) {
+            Ok(0) => return false,
+            Ok(n) => n,
+            Err(e) => {
+                if e.raw_os_error() == Some(libc::ENOBUFS) {
+                    self.lost = true;
+                }
+                return false;
+            }
+        };
+        if let Some((kind, payload)) = message(&self.buf[..n]) {
+            let text = String::from_utf8_lossy(payload);
+            let fields = text
+                .trim_end_matches('\0')
+                .split_once("): ")
+                .map_or("", |(_, rest)| rest)
+                .to_owned();
+            self.record(kind, &fields);
+        }
+        true
+    }
+
+    fn record(&mut self, kind: u16, fields: &str) {
+        let Some(domain) = field(fields, "domain").map(str::to_owned) else {
+            return;
+        };
+        match kind {
+            AUDIT_LANDLOCK_DOMAIN => {
+                if field(fields, "status") == Some("allocated")
+                    && field(fields, "pid") == Some(self.pid.as_str())
+                {
+                    self.domain = Some(domain);
+                } else if field(fields, "status") == Some("deallocated")
+                    && self.domain.as_deref() == Some(domain.as_str())
+                {
+                    self.refused = field(fields, "denials").and_then(|d| d.parse().ok());
+                }
+            }
+            AUDIT_LANDLOCK_ACCESS if self.accesses.len() < MAX_RECORDS => {
+                let denial = Denial {
+                    blockers: field(fields, "blockers")
+                        .map(|b| b.split(',').map(str::to_owned).collect())
+                        .unwrap_or_default(),
+                    path: field(fields, "path").and_then(untrusted).map(PathBuf::from),
+                    record: fields.to_owned(),
+                };
+                self.accesses.push((domain, denial));
+            }
+            _ => {}
+        }
+    }
+
+    fn finish(self, status: ExitStatus) -> Audited {
+        let domain = self.domain;
+        Audited {
+            status,
+            denials: self
+                .accesses
+                .into_iter()
+                .filter(|(d, _)| Some(d) == domain.as_ref())
+                .map(|(_, denial)| denial)
+                .collect(),
+            refused: self.refused,
+            lost: self.lost,
+        }
+    }
+}
+
+/// The value of `key=` in an audit record's fields (values hold no
+/// spaces: the kernel hex-encodes any that would).
+fn field<'a>(fields: &'a str, key: &str) -> Option<&'a str> {
+    fields
+        .split(' ')
+        .find_map(|kv| kv.strip_prefix(key)?.strip_prefix('='))
+}
+
+/// Decodes a value the kernel logged with `audit_log_untrustedstring`:
+/// quoted when printable, hex-encoded otherwise.
+fn untrusted(value: &str) -> Option<std::ffi::OsString> {
+    if let Some(quoted) = value.strip_prefix('"') {
+        return Some(quoted.strip_suffix('"').unwrap_or(quoted).into());
+    }
+    if value.len() % 2 != 0 || value.is_empty() {
+        return None;
+    }
+    let bytes = (0..value.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(value.get(i..i + 2)?, 16).ok())
+        .collect::<Option<Vec<u8>>>()?;
+    Some(std::ffi::OsString::from_vec(bytes))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fields_and_untrusted_strings_decode_like_the_kernel_writes_them() {
+        let fields =
+            r#"domain=1e253f5e7 blockers=fs.make_reg,fs.refer path="/work/x" dev="vda" ino=5"#;
+        assert_eq!(field(fields, "domain"), Some("1e253f5e7"));
+        assert_eq!(field(fields, "blockers"), Some("fs.make_reg,fs.refer"));
+        assert_eq!(
+            untrusted(field(fields, "path").expect("path")),
+            Some("/work/x".into())
+        );
+        // "/tmp/a b" has a space, so the kernel hex-encodes it.
+        assert_eq!(untrusted("2F746D702F612062"), Some("/tmp/a b".into()));
+        assert_eq!(untrusted("2F7"), None);
+        assert_eq!(untrusted("zz"), None);
+        assert_eq!(field(fields, "nope"), None);
+    }
+
+    #[test]
+    fn only_the_commands_own_sandbox_is_reported() {
+        let mut log = Log::new(42);
+        log.record(
+            AUDIT_LANDLOCK_ACCESS,
+            r#"domain=aa blockers=fs.write_file path="/etc/x" dev="vda" ino=1"#,
+        );
+        log.record(
+            AUDIT_LANDLOCK_DOMAIN,
+            "domain=aa status=allocated mode=enforcing pid=7 uid=0",
+        );
+        log.record(
+            AUDIT_LANDLOCK_ACCESS,
+            r#"domain=bb blockers=fs.make_reg path="/root" dev="vda" ino=2"#,
+        );
+        log.record(
+            AUDIT_LANDLOCK_DOMAIN,
+            "domain=bb status=allocated mode=enforcing pid=42 uid=0",
+        );
+        log.record(
+            AUDIT_LANDLOCK_DOMAIN,
+            "domain=aa status=deallocated denials=9",
+        );
+        assert_eq!(log.refused, None);
+        log.record(
+            AUDIT_LANDLOCK_DOMAIN,
+            "domain=bb status=deallocated denials=3",
+        );
+        assert_eq!(log.refused, Some(3));
+        let mut log_denials = log.accesses.iter().filter(|(d, _)| d == "bb");
+        let (_, denial) = log_denials.next().expect("our denial");
+        assert_eq!(denial.blockers, ["fs.make_reg"]);
+        assert_eq!(denial.path.as_deref(), Some(std::path::Path::new("/root")));
+        assert!(log_denials.next().is_none());
+    }
+
+    #[test]
+    fn netlink_messages_parse_and_truncated_ones_do_not() {
+        let mut m = Vec::new();
+        m.extend_from_slice(&20u32.to_ne_bytes());
+        m.extend_from_slice(&AUDIT_LANDLOCK_ACCESS.to_ne_bytes());
+        m.extend_from_slice(&[0; 10]);
+        m.extend_from_slice(b"abcd");
+        assert_eq!(message(&m), Some((AUDIT_LANDLOCK_ACCESS, &b"abcd"[..])));
+        assert_eq!(message(&m[..3]), None);
+        assert_eq!(message(&[]), None);
+    }
+}

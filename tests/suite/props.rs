@@ -1,0 +1,372 @@
+//! Bad input under property tests: `default_writable`, `Policy::check` and
+//! `Report::explain` get arbitrary byte-string paths, relative and
+//! absolute, `..` chains, paths past PATH_MAX, thousands of roots,
+//! duplicates, nested roots, `/`, a file, a socket, a fifo, a dangling
+//! symlink, symlink loops and a directory without search permission (as
+//! root, permission checks are bypassed, so that directory behaves like
+//! any other there). Each input gets a typed error or a report whose
+//! granted set is a subset of what was asked, and nothing panics. None of
+//! this needs Landlock; the property that the kernel agrees with explain
+//! on generated paths is in `routes.rs`.
+
+use std::collections::HashSet;
+use std::ffi::{CString, OsString};
+use std::fs;
+use std::os::unix::ffi::{OsStrExt, OsStringExt};
+use std::os::unix::fs::{FileTypeExt, MetadataExt, PermissionsExt, symlink};
+use std::os::unix::net::UnixListener;
+use std::path::{Path, PathBuf};
+
+use proptest::prelude::*;
+use proptest::test_runner::Config;
+use strument_sandbox::{
+    ExplainError, Policy, PolicyError, RootKind, SkipReason, Verdict, Warning, default_writable,
+};
+
+/// A directory tree holding every awkward kind of root.
+pub(super) struct Tree {
+    _dir: tempfile::TempDir,
+    pub(super) base: PathBuf,
+}
+
+impl Drop for Tree {
+    fn drop(&mut self) {
+        // Let the temporary directory be removed without root too.
+        let _ = fs::set_permissions(
+            self.base.join("nosearch"),
+            fs::Permissions::from_mode(0o755),
+        );
+    }
+}
+
+pub(super) fn tree() -> Tree {
+    let dir = tempfile::Builder::new()
+        .prefix("props-")
+        .tempdir_in(env!("CARGO_TARGET_TMPDIR"))
+        .expect("tempdir");
+    let base = dir.path().canonicalize().expect("canonical");
+    for d in ["dir/sub/deep", "nosearch/inner", "wt", "gd"] {
+        fs::create_dir_all(base.join(d)).expect("mkdir");
+    }
+    fs::write(base.join("file"), "x").expect("file");
+    fs::write(base.join("dir/sub/file"), "x").expect("file");
+    fs::write(base.join("wt/.git"), "gitdir: ../gd\n").expect(".git file");
+    drop(UnixListener::bind(base.join("sock")).expect("socket"));
+    let fifo = CString::new(base.join("fifo").as_os_str().as_bytes()).expect("no NUL");
+    // SAFETY: a valid C string.
+    assert_eq!(unsafe { libc::mkfifo(fifo.as_ptr(), 0o600) }, 0, "mkfifo");
+    symlink(base.join("nonexistent"), base.join("dangling")).expect("symlink");
+    symlink("loop", base.join("loop")).expect("symlink");
+    symlink("loop_b", base.join("loop_a")).expect("symlink");
+    symlink("loop_a", base.join("loop_b")).expect("symlink");
+    symlink(base.join("dir"), base.join("link_dir")).expect("symlink");
+    symlink("..", base.join("dir/link_up")).expect("symlink");
+    symlink("/", base.join("link_root")).expect("symlink");
+    fs::set_permissions(base.join("nosearch"), fs::Permissions::from_mode(0o000)).expect("chmod");
+    Tree { _dir: dir, base }
+}
+
+/// One path component: a name in the tree, a trick, or arbitrary bytes.
+fn component() -> impl Strategy<Value = OsString> {
+    prop_oneof![
+        6 => prop::sample::select(vec![
+            "dir", "sub", "deep", "file", "sock", "fifo", "dangling", "loop", "loop_a", "nosearch",
+            "inner", "link_dir", "link_up", "link_root", "wt", "gd", ".git", "missing",
+        ])
+        .prop_map(OsString::from),
+        3 => prop::sample::select(vec!["..", "."]).prop_map(OsString::from),
+        1 => prop::collection::vec(any::<u8>().prop_filter("no / or NUL", |b| *b != b'/' && *b != 0), 1..300)
+            .prop_map(OsString::from_vec),
+    ]
+}
+
+/// An absolute path into the tree, sometimes padded past PATH_MAX.
+fn tree_path(base: PathBuf) -> impl Strategy<Value = PathBuf> {
+    (
+        prop::collection::vec(component(), 0..8),
+        prop_oneof![9 => Just(0usize), 1 => 1000..2100usize],
+    )
+        .prop_map(move |(parts, padding)| {
+            let mut p = base.clone();
+            for _ in 0..padding {
+                p.push(".");
+            }
+            for part in parts {
+                p.push(part);
+            }
+            p
+        })
+}
+
+/// A path into the tree that starts, more often than chance would, in or
+/// near a granted subtree.
+pub(super) fn near_roots(base: PathBuf) -> impl Strategy<Value = PathBuf> {
+    (
+        prop::sample::select(vec![
+            "",
+            "dir",
+            "dir/sub",
+            "dir/sub/deep",
+            "link_dir/sub",
+            "dir/link_up/dir/sub",
+        ]),
+        prop::collection::vec(component(), 0..5),
+    )
+        .prop_map(move |(start, parts)| {
+            let mut p = base.join(start);
+            for part in parts {
+                p.push(part);
+            }
+            p
+        })
+}
+
+/// Any byte string, as a path: empty, relative, absolute, with NULs.
+fn any_path() -> impl Strategy<Value = PathBuf> {
+    prop_oneof![
+        prop::collection::vec(any::<u8>(), 0..64)
+            .prop_map(|b| PathBuf::from(OsString::from_vec(b))),
+        prop::collection::vec(any::<u8>(), 0..64).prop_map(|mut b| {
+            b.insert(0, b'/');
+            PathBuf::from(OsString::from_vec(b))
+        }),
+        prop::sample::select(vec![
+            "/",
+            "//",
+            "/..",
+            "/../..",
+            "/tmp/../tmp",
+            "/proc/self/cwd",
+            ""
+        ])
+        .prop_map(PathBuf::from),
+    ]
+}
+
+pub(super) fn config(cases: u32) -> Config {
+    Config {
+        cases,
+        // No proptest-regressions/ files in the source tree.
+        failure_persistence: None,
+        ..Config::default()
+    }
+}
+
+fn errno_of(path: &Path) -> Option<i32> {
+    fs::metadata(path)
+        .err()
+        .map(|e| e.raw_os_error().unwrap_or(0))
+}
+
+/// The check every report must pass: what is granted was asked for, each
+/// asked root is granted or skipped exactly once, and kinds and reasons
+/// say what the filesystem says.
+fn assert_report_is_within(
+    asked: &[PathBuf],
+    report: &strument_sandbox::Report,
+) -> Result<(), TestCaseError> {
+    let unique: HashSet<&Path> = asked.iter().map(PathBuf::as_path).collect();
+    let granted: Vec<&Path> = report.granted.iter().map(|g| g.path.as_path()).collect();
+    let skipped: Vec<&Path> = report.skipped.iter().map(|s| s.path.as_path()).collect();
+    for g in &granted {
+        prop_assert!(unique.contains(g), "granted {g:?}, which was not asked");
+    }
+    let listed: HashSet<&Path> = granted.iter().chain(&skipped).copied().collect();
+    prop_assert_eq!(
+        listed.len(),
+        granted.len() + skipped.len(),
+        "a root is listed twice"
+    );
+    prop_assert_eq!(&listed, &unique, "granted ∪ skipped is not what was asked");
+    let slash = fs::metadata("/").map(|m| (m.dev(), m.ino())).ok();
+    let mut saw_slash = false;
+    for g in &report.granted {
+        let meta = fs::metadata(&g.path);
+        prop_assert!(meta.is_ok(), "granted {:?} does not resolve", g.path);
+        let meta = meta.expect("checked");
+        let ft = meta.file_type();
+        let want = if ft.is_dir() {
+            RootKind::Directory
+        } else if ft.is_socket() || ft.is_fifo() || ft.is_char_device() || ft.is_block_device() {
+            RootKind::Special
+        } else {
+            RootKind::File
+        };
+        prop_assert_eq!(g.kind, want, "{:?}", g.path);
+        saw_slash |= Some((meta.dev(), meta.ino())) == slash;
+    }
+    let warned = report
+        .warnings
+        .iter()
+        .any(|w| matches!(w, Warning::FilesystemRoot { .. }));
+    prop_assert_eq!(
+        warned,
+        saw_slash,
+        "the `/` warning does not match the roots"
+    );
+    for s in &report.skipped {
+        let errno = errno_of(&s.path);
+        match s.reason {
+            SkipReason::Missing => prop_assert_eq!(errno, Some(libc::ENOENT), "{:?}", s.path),
+            SkipReason::CannotOpen { errno: e } => {
+                // A NUL byte never reaches the kernel: std refuses it first.
+                let nul = s.path.as_os_str().as_bytes().contains(&0);
+                prop_assert!(
+                    nul || errno == Some(e),
+                    "{:?}: skipped with {e}, stat says {errno:?}",
+                    s.path
+                );
+            }
+            _ => prop_assert!(false, "unknown skip reason {:?}", s.reason),
+        }
+    }
+    Ok(())
+}
+
+#[test]
+fn check_of_arbitrary_byte_paths_is_a_typed_error_or_within_what_was_asked() {
+    proptest!(config(256), |(asked in prop::collection::vec(any_path(), 0..24))| {
+        match (Policy { writable: asked.clone() }).check() {
+            Ok(report) => {
+                prop_assert!(asked.iter().all(|p| p.is_absolute()), "accepted a relative root");
+                assert_report_is_within(&asked, &report)?;
+            }
+            Err(PolicyError::EmptyPath { .. }) => {
+                prop_assert!(asked.iter().any(|p| p.as_os_str().is_empty()));
+            }
+            Err(PolicyError::RelativePath { path, .. }) => {
+                prop_assert!(!path.is_absolute() && asked.contains(&path));
+            }
+            Err(e) => prop_assert!(false, "unexpected error {e}"),
+        }
+    });
+}
+
+#[test]
+fn check_of_awkward_roots_matches_the_filesystem() {
+    let t = tree();
+    proptest!(config(192), |(asked in prop::collection::vec(tree_path(t.base.clone()), 1..16))| {
+        let report = (Policy { writable: asked.clone() }).check();
+        prop_assert!(report.is_ok(), "absolute roots are never an error: {report:?}");
+        assert_report_is_within(&asked, &report.expect("checked"))?;
+    });
+}
+
+#[test]
+fn thousands_of_duplicate_and_nested_roots_stay_within_what_was_asked() {
+    let t = tree();
+    proptest!(config(4), |(asked in prop::collection::vec(tree_path(t.base.clone()), 1000..4000))| {
+        let report = (Policy { writable: asked.clone() }).check().expect("absolute roots");
+        assert_report_is_within(&asked, &report)?;
+    });
+}
+
+#[test]
+fn default_writable_adds_only_its_documented_groups() {
+    let t = tree();
+    let empty = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).expect("tempdir");
+    let baseline: HashSet<PathBuf> = default_writable(empty.path(), None, &[])
+        .expect("a plain directory")
+        .into_iter()
+        .skip(1)
+        .collect();
+    let inputs = prop_oneof![any_path(), tree_path(t.base.clone())];
+    let state = prop::option::of(prop_oneof![any_path(), tree_path(t.base.clone())]);
+    let extra = prop::collection::vec(prop_oneof![any_path(), tree_path(t.base.clone())], 0..6);
+    proptest!(config(256), |(project in inputs, state in state, extra in extra)| {
+        match default_writable(&project, state.as_deref(), &extra) {
+            Ok(roots) => {
+                prop_assert_eq!(&roots[0], &project);
+                if let Some(state) = &state {
+                    prop_assert!(roots.contains(state));
+                }
+                for e in &extra {
+                    prop_assert!(roots.contains(e));
+                }
+                let unique: HashSet<&PathBuf> = roots.iter().collect();
+                prop_assert_eq!(unique.len(), roots.len(), "duplicates");
+                for r in &roots {
+                    prop_assert!(r.is_absolute(), "{r:?}");
+                    let input = r == &project || state.as_ref() == Some(r) || extra.contains(r);
+                    // A worktree's gitdir is named relative to its `.git` file.
+                    let git_dir = r.starts_with(&project) && project.join(".git").is_file();
+                    prop_assert!(input || git_dir || baseline.contains(r), "unasked root {r:?}");
+                }
+            }
+            Err(PolicyError::EmptyPath { .. } | PolicyError::RelativePath { .. }) => {
+                let all: Vec<&PathBuf> = std::iter::once(&project).chain(state.iter()).chain(&extra).collect();
+                prop_assert!(all.iter().any(|p| !p.is_absolute()));
+            }
+            Err(PolicyError::NotADirectory { path, .. }) => {
+                prop_assert!(fs::metadata(&path).is_ok_and(|m| !m.is_dir()));
+            }
+            Err(PolicyError::GitFile { path, .. } | PolicyError::Io { path, .. }) => {
+                prop_assert!(path.starts_with(&project), "{path:?}");
+            }
+            Err(e) => prop_assert!(false, "unexpected error {e}"),
+        }
+    });
+}
+
+#[test]
+fn explain_never_panics_and_its_verdict_matches_the_granted_roots() {
+    let t = tree();
+    let roots = vec![
+        t.base.join("dir/sub"),
+        t.base.join("file"),
+        t.base.join("fifo"),
+        t.base.join("link_dir/sub/deep"),
+        t.base.join("missing"),
+    ];
+    let report = Policy { writable: roots }.check().expect("check");
+    let real: Vec<(PathBuf, RootKind)> = report
+        .granted
+        .iter()
+        .map(|g| {
+            (
+                g.path.canonicalize().expect("granted roots resolve"),
+                g.kind,
+            )
+        })
+        .collect();
+    let paths = prop_oneof![
+        tree_path(t.base.clone()),
+        near_roots(t.base.clone()),
+        any_path()
+    ];
+    proptest!(config(512), |(path in paths.clone())| {
+        match report.explain(&path) {
+            Ok(e) => {
+                // The kernel's answer, by names: with no bind mounts in the
+                // tree, inode ancestry and path ancestry are the same thing.
+                let covered = real.iter().any(|(root, kind)| match kind {
+                    RootKind::Directory => e.checked.starts_with(root),
+                    _ => e.exists && &e.checked == root,
+                });
+                prop_assert_eq!(e.is_granted(), covered, "{:?} checked as {:?}", path, e.checked);
+                match &e.verdict {
+                    Verdict::Granted(g) => prop_assert!(report.granted.contains(g)),
+                    Verdict::Denied { allow, .. } => prop_assert_eq!(allow, &e.checked),
+                    _ => prop_assert!(false, "unknown verdict"),
+                }
+                if e.exists {
+                    prop_assert!(fs::metadata(&e.checked).is_ok());
+                } else {
+                    prop_assert!(fs::metadata(&e.checked).is_ok_and(|m| m.is_dir()));
+                }
+            }
+            Err(ExplainError::EmptyPath) => prop_assert!(path.as_os_str().is_empty()),
+            Err(ExplainError::RelativePath { .. }) => prop_assert!(!path.is_absolute()),
+            Err(ExplainError::Resolve { source, .. }) => {
+                // The kernel would fail the write the same way before Landlock.
+                let errno = source.raw_os_error();
+                let nul = path.as_os_str().as_bytes().contains(&0);
+                prop_assert!(
+                    nul || matches!(errno, Some(libc::ELOOP | libc::ENOTDIR | libc::ENAMETOOLONG | libc::EACCES)),
+                    "{path:?}: {source}"
+                );
+            }
+            Err(e) => prop_assert!(false, "unexpected error {e}"),
+        }
+    });
+}
