@@ -26,6 +26,14 @@ pub enum PolicyError {
         /// The path as given.
         path: PathBuf,
     },
+    /// A path holding a NUL byte, which no system call accepts.
+    #[error("{what} {path:?}: contains a NUL byte")]
+    NulByte {
+        /// Which input it was.
+        what: &'static str,
+        /// The path as given.
+        path: PathBuf,
+    },
     /// A file where a directory is required (the project root, the state
     /// directory).
     #[error("{what} {path:?}: not a directory")]

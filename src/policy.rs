@@ -417,6 +417,13 @@ pub(crate) fn require_absolute(path: &Path, what: &'static str) -> Result<(), Po
             what,
             path: path.to_path_buf(),
         })
+    } else if path.as_os_str().as_encoded_bytes().contains(&0) {
+        // No syscall can take it; skipping it as unopenable would hide a
+        // caller's bug behind an EIO.
+        Err(PolicyError::NulByte {
+            what,
+            path: path.to_path_buf(),
+        })
     } else {
         Ok(())
     }
