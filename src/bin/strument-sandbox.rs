@@ -400,6 +400,11 @@ fn cmd_run(roots: &Roots, options: &RunOptions, command: &[OsString]) -> Result<
     let report = policy.apply().map_err(refused)?;
     if verbose {
         print_report(&report);
+    } else {
+        // Loud even without -v: a `/` root means nothing is confined.
+        for w in &report.warnings {
+            eprintln!("strument-sandbox: warning: {w}");
+        }
     }
     // exec only returns on failure.
     let err = Command::new(program).args(args).exec();

@@ -294,3 +294,22 @@ fn explain_refuses_a_path_that_cannot_resolve_with_4_and_the_path_named() {
         "{err}"
     );
 }
+
+#[test]
+fn a_filesystem_root_is_warned_about_loudly_even_without_verbose() {
+    let h = FakeHome::new();
+    let out = h.run(&["--allow".as_ref(), "/".as_ref()], &["true"]);
+    assert!(out.status.success(), "{}", show(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("confines nothing"),
+        "{}",
+        show(&out)
+    );
+    // The granted/denied pair: without `/`, the same run prints nothing.
+    let out = h.run(&[], &["true"]);
+    assert!(
+        out.status.success() && out.stderr.is_empty(),
+        "{}",
+        show(&out)
+    );
+}
