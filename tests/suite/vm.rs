@@ -8,6 +8,8 @@
 use std::path::Path;
 use std::process::{Command, Output};
 
+use serial_test::serial;
+
 use super::support::{BIN, output, require_tool, show};
 
 fn boot(mode: &str) -> Output {
@@ -53,7 +55,10 @@ fn assert_passed(out: &Output, mode: &str, scenarios: &[&str]) {
     );
 }
 
+// One guest at a time under `cargo test` too (nextest: the `vm` test group):
+// two TCG guests on two cores would each run twice as long.
 #[test]
+#[serial(vm)]
 fn landlock_enabled_kernel_passes_every_scenario() {
     require_tool("go", "golang-go");
     require_tool("cargo", "cargo");
@@ -82,6 +87,7 @@ fn landlock_enabled_kernel_passes_every_scenario() {
 }
 
 #[test]
+#[serial(vm)]
 fn landlock_disabled_kernel_is_refused() {
     let out = boot("disabled");
     assert_passed(
