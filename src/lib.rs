@@ -27,6 +27,12 @@
 //!
 //! [Landlock]: https://docs.kernel.org/userspace-api/landlock.html
 
+#![deny(missing_docs)]
+#![deny(unsafe_op_in_unsafe_fn)]
+#![warn(clippy::missing_errors_doc)]
+// A sandbox library must not panic on paths that can fail at run time.
+#![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
+
 mod denials;
 mod error;
 mod explain;
