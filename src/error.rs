@@ -92,22 +92,19 @@ pub enum ApplyError {
     /// `/proc/self/task` could not be read to count threads.
     #[error("cannot count this process's threads in /proc/self/task: {0}")]
     CountThreads(#[source] io::Error),
-    /// The kernel refused to create the ruleset or to add a rule.
-    #[error("cannot build the Landlock ruleset{}: {source}", path_suffix(.path))]
-    Ruleset {
-        /// The root whose rule failed, if it was a rule.
-        path: Option<PathBuf>,
-        /// What the `landlock` crate reported.
+    /// The kernel refused to create the ruleset.
+    #[error("cannot create the Landlock ruleset: {0}")]
+    Ruleset(#[source] landlock::RulesetError),
+    /// The kernel refused the rule for a root.
+    #[error("cannot add the Landlock rule for {path:?}: {source}")]
+    AddRule {
+        /// The root.
+        path: PathBuf,
+        /// The OS error of `landlock_add_rule`.
         #[source]
-        source: landlock::RulesetError,
+        source: io::Error,
     },
     /// `prctl(PR_SET_NO_NEW_PRIVS)` or `landlock_restrict_self` failed.
     #[error("cannot enforce the Landlock ruleset: {0}")]
     Restrict(#[source] io::Error),
-}
-
-fn path_suffix(path: &Option<PathBuf>) -> String {
-    path.as_ref()
-        .map(|p| format!(" (rule for {p:?})"))
-        .unwrap_or_default()
 }

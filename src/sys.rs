@@ -40,6 +40,44 @@ pub(crate) fn landlock_abi_version() -> Result<i64, i32> {
     }
 }
 
+/// `LANDLOCK_RULE_PATH_BENEATH`.
+const RULE_PATH_BENEATH: libc::c_int = 1;
+
+/// `struct landlock_path_beneath_attr`, packed as in `<linux/landlock.h>`.
+#[repr(C, packed)]
+struct PathBeneathAttr {
+    allowed_access: u64,
+    parent_fd: i32,
+}
+
+/// Adds a rule to `ruleset`: `access` beneath the inode `parent` is open on.
+pub(crate) fn add_path_beneath_rule(
+    ruleset: &OwnedFd,
+    parent: &OwnedFd,
+    access: u64,
+) -> io::Result<()> {
+    let attr = PathBeneathAttr {
+        allowed_access: access,
+        parent_fd: parent.as_raw_fd(),
+    };
+    // SAFETY: `attr` is a valid landlock_path_beneath_attr that outlives the
+    // call (the kernel copies it); both descriptors are live and borrowed.
+    let ret = unsafe {
+        libc::syscall(
+            libc::SYS_landlock_add_rule,
+            ruleset.as_raw_fd(),
+            RULE_PATH_BENEATH,
+            &raw const attr,
+            0u32,
+        )
+    };
+    if ret == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
 /// Sets `no_new_privs`, which `landlock_restrict_self` requires of an
 /// unprivileged caller and which stops a setuid binary from escaping.
 fn set_no_new_privs() -> io::Result<()> {
