@@ -309,3 +309,51 @@ fn apply_in_a_multithreaded_process_without_tsync_is_refused() {
         },
     );
 }
+
+// `run` applies before it execs, so these CLI behaviours need Landlock too.
+
+#[test]
+fn run_reports_a_missing_command_with_127_and_passes_statuses_through() {
+    let h = FakeHome::new();
+    let out = h.run(&[], &["no-such-command-anywhere"]);
+    assert_eq!(out.status.code(), Some(127), "{}", show(&out));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("no-such-command-anywhere"));
+    let out = h.sh("exit 7");
+    assert_eq!(out.status.code(), Some(7), "{}", show(&out));
+    let out = h.run(&[], &[h.home.join(".bashrc").to_str().expect("utf-8")]);
+    assert_eq!(
+        out.status.code(),
+        Some(126),
+        "a non-executable file\n{}",
+        show(&out)
+    );
+}
+
+#[test]
+fn a_filesystem_root_is_warned_about_loudly_even_without_verbose() {
+    let h = FakeHome::new();
+    let out = h.run(&["--allow".as_ref(), "/".as_ref()], &["true"]);
+    assert!(out.status.success(), "{}", show(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("confines nothing"),
+        "{}",
+        show(&out)
+    );
+    // The granted/denied pair: without `/`, the same run prints nothing.
+    let out = h.run(&[], &["true"]);
+    assert!(
+        out.status.success() && out.stderr.is_empty(),
+        "{}",
+        show(&out)
+    );
+}
+
+/// The granted half of suite::simulated's refusals: the very command they
+/// refuse under the seccomp filter runs, and leaves its marker, without it.
+#[test]
+fn the_command_refused_without_landlock_runs_with_it() {
+    let h = FakeHome::new();
+    let marker = h.project.join("ran");
+    let out = h.run(&[], &["touch", marker.to_str().expect("utf-8")]);
+    assert!(out.status.success() && marker.exists(), "{}", show(&out));
+}

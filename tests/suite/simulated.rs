@@ -73,9 +73,8 @@ fn assert_run_refuses(errno: i32) {
         !marker.exists(),
         "the command ran although Landlock is unavailable"
     );
-    // The granted half: the same command without the filter does run.
-    let out = h.run(&[], &["touch", marker.to_str().expect("utf-8")]);
-    assert!(out.status.success() && marker.exists(), "{}", show(&out));
+    // The granted half, the same command running without the filter, needs
+    // a Landlock kernel: suite::kernel::the_command_refused_without_landlock_runs_with_it.
 }
 
 #[test]
