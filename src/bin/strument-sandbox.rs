@@ -152,6 +152,27 @@ struct Roots {
     allow: Vec<PathBuf>,
 }
 
+/// `println!` that ends the program quietly when standard output is closed
+/// (`strument-sandbox policy | head`), as a shell tool should, instead of
+/// panicking.
+macro_rules! say {
+    ($($arg:tt)*) => {
+        say(format_args!($($arg)*))
+    };
+}
+
+fn say(args: std::fmt::Arguments<'_>) {
+    use std::io::Write;
+    let mut out = io::stdout().lock();
+    if let Err(e) = out.write_fmt(args).and_then(|()| out.write_all(b"\n")) {
+        if e.kind() != io::ErrorKind::BrokenPipe {
+            eprintln!("strument-sandbox: standard output: {e}");
+        }
+        // 128 + SIGPIPE, what the shell reports for a tool killed by it.
+        std::process::exit(141);
+    }
+}
+
 /// A failure of the tool itself, with the exit status it maps to.
 struct Failure {
     status: u8,
@@ -201,13 +222,13 @@ fn main() -> ExitCode {
 fn cmd_probe(json: bool) -> Result<u8, Failure> {
     let a = probe();
     if json {
-        println!("{}", availability_json(&a));
+        say!("{}", availability_json(&a));
     } else {
         match &a.error {
             None => {
-                println!("landlock: supported");
-                println!("abi: {}", a.abi);
-                println!(
+                say!("landlock: supported");
+                say!("abi: {}", a.abi);
+                say!(
                     "threads: {}",
                     if a.all_threads() {
                         "all threads confined at once (TSYNC)"
@@ -216,16 +237,16 @@ fn cmd_probe(json: bool) -> Result<u8, Failure> {
                     }
                 );
                 for l in a.limitations() {
-                    println!("limitation: {l}");
+                    say!("limitation: {l}");
                 }
             }
             Some(why) => {
-                println!("landlock: unavailable");
-                println!("reason: {why}");
+                say!("landlock: unavailable");
+                say!("reason: {why}");
                 if let Some(errno) = why.errno() {
-                    println!("errno: {errno}");
+                    say!("errno: {errno}");
                 }
-                println!("hint: {}", why.hint());
+                say!("hint: {}", why.hint());
             }
         }
     }
@@ -245,28 +266,14 @@ fn cmd_policy(roots: &Roots, json: bool) -> Result<u8, Failure> {
     if json {
         let mut v = report_json(&report);
         v["landlock"] = availability_json(&a);
-        println!("{v}");
+        say!("{v}");
     } else {
         match &a.error {
-            None => println!("landlock: ABI {}", a.abi),
-            Some(why) => println!("landlock: unavailable ({why}): `run` would refuse"),
+            None => say!("landlock: ABI {}", a.abi),
+            Some(why) => say!("landlock: unavailable ({why}): `run` would refuse"),
         }
-        for g in &report.granted {
-            println!("granted  {:<9}  {}", g.kind.name(), g.path.display());
-        }
-        for s in &report.skipped {
-            println!(
-                "skipped  {:<9}  {}  ({})",
-                s.reason.kind(),
-                s.path.display(),
-                s.reason
-            );
-        }
-        for w in &report.warnings {
-            println!("warning: {w}");
-        }
-        for l in &report.limitations {
-            println!("limitation: {l}");
+        for line in report_lines(&report) {
+            say!("{line}");
         }
     }
     Ok(0)
@@ -291,13 +298,13 @@ fn cmd_explain(roots: &Roots, json: bool, paths: &[PathBuf]) -> Result<u8, Failu
             "abi": report.abi,
             "paths": explained.iter().map(explanation_json).collect::<Vec<_>>(),
         });
-        println!("{v}");
+        say!("{v}");
     } else {
         for e in &explained {
-            println!("{}", explanation_text(e));
+            say!("{}", explanation_text(e));
         }
         if report.abi == 0 {
-            println!("note: this kernel has no Landlock: `run` would refuse to run anything");
+            say!("note: this kernel has no Landlock: `run` would refuse to run anything");
         }
     }
     Ok(if explained.iter().all(Explanation::is_granted) {
@@ -412,22 +419,35 @@ fn cmd_run(roots: &Roots, options: &RunOptions, command: &[OsString]) -> Result<
 }
 
 fn print_report(report: &Report) {
-    for g in &report.granted {
-        eprintln!("strument-sandbox: granted {}", g.path.display());
+    for line in report_lines(report) {
+        eprintln!("strument-sandbox: {line}");
     }
-    for s in &report.skipped {
-        eprintln!(
-            "strument-sandbox: skipped {} ({})",
+}
+
+/// The report as `policy` prints it, one fact a line.
+fn report_lines(report: &Report) -> Vec<String> {
+    let granted = report
+        .granted
+        .iter()
+        .map(|g| format!("granted  {:<9}  {}", g.kind.name(), g.path.display()));
+    let skipped = report.skipped.iter().map(|s| {
+        format!(
+            "skipped  {:<9}  {}  ({})",
+            s.reason.kind(),
             s.path.display(),
             s.reason
-        );
-    }
-    for w in &report.warnings {
-        eprintln!("strument-sandbox: warning: {w}");
-    }
-    for l in &report.limitations {
-        eprintln!("strument-sandbox: limitation: {l}");
-    }
+        )
+    });
+    let warnings = report.warnings.iter().map(|w| format!("warning: {w}"));
+    let limitations = report
+        .limitations
+        .iter()
+        .map(|l| format!("limitation: {l}"));
+    granted
+        .chain(skipped)
+        .chain(warnings)
+        .chain(limitations)
+        .collect()
 }
 
 fn cannot_run(program: &OsString, err: &io::Error) -> Failure {

@@ -277,3 +277,15 @@ fn explain_refuses_a_path_that_cannot_resolve_with_4_and_the_path_named() {
         "{err}"
     );
 }
+
+#[test]
+fn a_closed_standard_output_ends_quietly_instead_of_panicking() {
+    for args in [&["policy"][..], &["probe"][..], &["probe", "--json"][..]] {
+        let (reader, writer) = std::io::pipe().expect("a pipe");
+        drop(reader); // every write now fails with EPIPE
+        let out = output(Command::new(BIN).args(args).stdout(writer));
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!stderr.contains("panicked"), "{args:?}\n{}", show(&out));
+        assert_eq!(out.status.code(), Some(141), "{args:?}\n{}", show(&out));
+    }
+}
