@@ -240,3 +240,37 @@ pub fn in_child(test: &str, body: impl FnOnce()) -> Option<Output> {
     );
     Some(out)
 }
+
+/// The scenarios `tests/scenarios/scenarios.sh` runs in each mode; every
+/// one must report `ok <name>:`.
+pub const ENABLED_SCENARIOS: [&str; 5] = [
+    "probe-supported",
+    "go-test",
+    "cargo-build",
+    "rm-rf-home",
+    "write-outside-denied",
+];
+pub const DISABLED_SCENARIOS: [&str; 3] = ["probe-refuses", "run-refuses", "policy-reports"];
+
+/// Asserts a run of the scenario script (on the host or inside a guest)
+/// succeeded, with an `ok` line for each of `scenarios` and the closing
+/// `N passed, 0 failed` line.
+#[track_caller]
+pub fn assert_scenarios_passed(out: &Output, scenarios: &[&str]) {
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "a scenario failed\n{}", show(out));
+    for name in scenarios {
+        let ok = format!("ok {name}: ");
+        assert!(
+            stdout.lines().any(|l| l.starts_with(&ok)),
+            "scenario {name} did not report ok\n{}",
+            show(out)
+        );
+    }
+    let summary = format!("{} passed, 0 failed", scenarios.len());
+    assert!(
+        stdout.lines().any(|l| l == summary),
+        "no `{summary}` line\n{}",
+        show(out)
+    );
+}
