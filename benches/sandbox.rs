@@ -1087,42 +1087,22 @@ impl Bench {
                 fail("cargo fetch of benches/fixtures/cargo-deps failed");
             }
         }
-        let build = ["build", "--offline", "--locked", "-q"];
-        let cargo = Path::new("cargo");
-        let variants = [
-            Variant {
-                name: "bare".into(),
-                command: Box::new(|| env(self.project.bare(cargo, &build))),
-                self_timed: false,
-            },
-            Variant {
-                name: "`strument-sandbox run`".into(),
-                command: Box::new(|| env(self.project.sandboxed(cargo, &build))),
-                self_timed: false,
-            },
-        ];
         let clean = || {
             if target_dir.exists() {
                 fs::remove_dir_all(&target_dir)
                     .unwrap_or_else(|e| fail(&format!("{}: {e}", target_dir.display())));
             }
         };
-        let warmup = usize::from(!config.quick);
-        let samples = measure(
-            "cargo build",
-            &variants,
-            config.heavy_runs,
-            warmup,
-            &clean,
-            &self.stderr_log,
-        );
-        self.heavy_section(
+        self.real_work(
+            config,
             out,
             targets,
-            if out.contains("## 4.") { "" } else { REAL_WORK },
-            "clean `cargo build` (11 crates)",
-            &variants,
-            &samples,
+            ("cargo build", "clean `cargo build` (11 crates)"),
+            (
+                Path::new("cargo"),
+                &["build", "--offline", "--locked", "-q"],
+            ),
+            &env,
             &clean,
         );
     }
@@ -1141,20 +1121,6 @@ impl Bench {
                 .current_dir(&module);
             cmd
         };
-        let test = ["test", "./..."];
-        let go = Path::new("go");
-        let variants = [
-            Variant {
-                name: "bare".into(),
-                command: Box::new(|| env(self.project.bare(go, &test))),
-                self_timed: false,
-            },
-            Variant {
-                name: "`strument-sandbox run`".into(),
-                command: Box::new(|| env(self.project.sandboxed(go, &test))),
-                self_timed: false,
-            },
-        ];
         let clean = || {
             if cache.exists() {
                 fs::remove_dir_all(&cache)
@@ -1162,25 +1128,53 @@ impl Bench {
             }
             fs::create_dir(&cache).unwrap_or_else(|e| fail(&format!("{}: {e}", cache.display())));
         };
+        self.real_work(
+            config,
+            out,
+            targets,
+            ("go test", "cold-cache `go test`"),
+            (Path::new("go"), &["test", "./..."]),
+            &env,
+            &clean,
+        );
+    }
+
+    /// Measures `program args` bare and under `strument-sandbox run`, each
+    /// run after `clean`, and writes its section of "real work".
+    #[allow(clippy::too_many_arguments)]
+    fn real_work(
+        &self,
+        config: &Config,
+        out: &mut String,
+        targets: &mut Vec<Target>,
+        (label, what): (&str, &str),
+        (program, args): (&Path, &[&str]),
+        env: &dyn Fn(Command) -> Command,
+        clean: &dyn Fn(),
+    ) {
+        let variants = [
+            Variant {
+                name: "bare".into(),
+                command: Box::new(|| env(self.project.bare(program, args))),
+                self_timed: false,
+            },
+            Variant {
+                name: "`strument-sandbox run`".into(),
+                command: Box::new(|| env(self.project.sandboxed(program, args))),
+                self_timed: false,
+            },
+        ];
         let warmup = usize::from(!config.quick);
         let samples = measure(
-            "go test",
+            label,
             &variants,
             config.heavy_runs,
             warmup,
-            &clean,
+            clean,
             &self.stderr_log,
         );
         let heading = if out.contains("## 4.") { "" } else { REAL_WORK };
-        self.heavy_section(
-            out,
-            targets,
-            heading,
-            "cold-cache `go test`",
-            &variants,
-            &samples,
-            &clean,
-        );
+        self.heavy_section(out, targets, heading, what, &variants, &samples, clean);
     }
 
     #[allow(clippy::too_many_arguments)]
