@@ -8,6 +8,7 @@ use std::path::PathBuf;
 use std::process::{Command, ExitStatus};
 use std::time::{Duration, Instant};
 
+use crate::abi::Feature;
 use crate::policy::Prepared;
 use crate::sys;
 
@@ -60,7 +61,11 @@ pub struct Audited {
 #[non_exhaustive]
 pub enum DenialLogError {
     /// The kernel's Landlock predates audit records (ABI 7, Linux 6.15).
-    #[error("Landlock ABI {abi} emits no audit records (they came with ABI 7, Linux 6.15)")]
+    #[error(
+        "Landlock ABI {abi} emits no audit records (they came with ABI {}, Linux {})",
+        Feature::AuditLog.since_abi(),
+        Feature::AuditLog.since_linux()
+    )]
     Abi {
         /// The kernel's ABI.
         abi: u32,
@@ -150,9 +155,10 @@ impl Prepared {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn status_with_denials(&self, cmd: &mut Command) -> Result<Audited, DenialLogError> {
-        let abi = self.availability.abi;
-        if abi < 7 {
-            return Err(DenialLogError::Abi { abi });
+        if !self.availability.has(Feature::AuditLog) {
+            return Err(DenialLogError::Abi {
+                abi: self.availability.abi,
+            });
         }
         let listener = sys::audit_socket().map_err(DenialLogError::Unreadable)?;
         sys::audit_join_readlog(&listener).map_err(DenialLogError::Unreadable)?;

@@ -80,8 +80,9 @@ pub enum ApplyError {
     /// thread would be confined, so nothing is.
     #[error(
         "refusing to confine 1 of {threads} threads: Landlock ABI {abi} confines only the \
-         calling thread (ABI 8 adds TSYNC); apply before starting threads, or confine a \
-         child command with Prepared::confine"
+         calling thread (ABI {} adds TSYNC); apply before starting threads, or confine a \
+         child command with Prepared::confine",
+        crate::Feature::Tsync.since_abi()
     )]
     Threads {
         /// How many threads the process has.

@@ -33,6 +33,7 @@
 // A sandbox library must not panic on paths that can fail at run time.
 #![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
 
+mod abi;
 mod denials;
 mod error;
 mod explain;
@@ -44,6 +45,7 @@ mod probe;
 mod sys;
 mod writable;
 
+pub use abi::Feature;
 pub use denials::{Audited, Denial, DenialLogError};
 pub use error::{ApplyError, PolicyError};
 pub use explain::{ExplainError, Explanation, Verdict};

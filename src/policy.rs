@@ -10,7 +10,9 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::Arc;
 
-use landlock::{AccessFs, BitFlags, CompatLevel, Compatible, Ruleset, RulesetAttr, make_bitflags};
+use landlock::{CompatLevel, Compatible, Ruleset, RulesetAttr};
+
+use crate::abi::{self, Abi};
 
 use crate::error::{ApplyError, PolicyError};
 use crate::probe::{Availability, Limitation, probe};
@@ -150,6 +152,13 @@ pub enum Warning {
         /// The root as given.
         path: PathBuf,
     },
+    /// A test build's `STRUMENT_SANDBOX_TEST_ABI_CAP` lowered the ABI this
+    /// policy is enforced at below what the kernel offers. Release builds
+    /// never do this.
+    TestAbiCap {
+        /// The ABI the policy is enforced at.
+        abi: u32,
+    },
 }
 
 impl fmt::Display for Warning {
@@ -159,6 +168,12 @@ impl fmt::Display for Warning {
                 f,
                 "{} resolves to /: every path on the machine is writable and the sandbox confines nothing",
                 path.display()
+            ),
+            Warning::TestAbiCap { abi } => write!(
+                f,
+                "this is a test build and {} caps Landlock at ABI {abi}: \
+                 rights newer kernels handle are left open",
+                abi::TEST_ABI_CAP_VAR
             ),
         }
     }
@@ -204,32 +219,6 @@ impl Report {
     pub fn granted_paths(&self) -> Vec<&Path> {
         self.granted.iter().map(|g| g.path.as_path()).collect()
     }
-}
-
-/// The filesystem write rights handled on a kernel of Landlock ABI `abi`,
-/// built version on version. Reads, execute, `IOCTL_DEV` (ABI 5) and
-/// `RESOLVE_UNIX` (ABI 9) are deliberately not handled: see
-/// `doc/security.md`.
-pub(crate) fn write_access(abi: u32) -> BitFlags<AccessFs> {
-    let v1 = make_bitflags!(AccessFs::{
-        WriteFile | RemoveDir | RemoveFile | MakeChar | MakeDir | MakeReg
-        | MakeSock | MakeFifo | MakeBlock | MakeSym
-    });
-    let v2 = v1 | AccessFs::Refer;
-    let v3 = v2 | AccessFs::Truncate;
-    match abi {
-        0 => BitFlags::EMPTY,
-        1 => v1,
-        2 => v2,
-        // ABI 4 to 9 add network, ioctl, scope and unix-socket rights, none a
-        // filesystem write.
-        _ => v3,
-    }
-}
-
-/// The subset of [`write_access`] that means something on a non-directory.
-fn file_access(abi: u32) -> BitFlags<AccessFs> {
-    write_access(abi) & make_bitflags!(AccessFs::{WriteFile | Truncate})
 }
 
 /// A root opened with `O_PATH`, ready to become a rule.
@@ -336,7 +325,7 @@ impl Policy {
         let (report, roots) = self.open_roots(&availability)?;
         let ruleset = Ruleset::default()
             .set_compatibility(CompatLevel::HardRequirement)
-            .handle_access(write_access(availability.abi))
+            .handle_access(Abi(availability.abi).write_access())
             .and_then(Ruleset::create)
             .map_err(ApplyError::Ruleset)?;
         let fd: Option<OwnedFd> = ruleset.into();
@@ -347,8 +336,8 @@ impl Policy {
         // directories: open_roots already knows (a fifth of apply's syscalls).
         for root in &roots {
             let access = match root.granted.kind {
-                RootKind::Directory => write_access(availability.abi),
-                RootKind::File | RootKind::Special => file_access(availability.abi),
+                RootKind::Directory => Abi(availability.abi).write_access(),
+                RootKind::File | RootKind::Special => Abi(availability.abi).file_access(),
             };
             sys::add_path_beneath_rule(&fd, &root.fd, access.bits()).map_err(|source| {
                 ApplyError::AddRule {
@@ -377,6 +366,11 @@ impl Policy {
             limitations: availability.limitations(),
             all_threads: availability.all_threads(),
         };
+        if availability.supported() && abi::test_cap().is_some() {
+            report.warnings.push(Warning::TestAbiCap {
+                abi: availability.abi,
+            });
+        }
         let filesystem_root = std::fs::metadata("/").ok().map(|m| (m.dev(), m.ino()));
         let mut roots: Vec<OpenRoot> = Vec::new();
         // A set, not a scan of the earlier entries: the scan made 4096 roots
@@ -559,24 +553,6 @@ fn count_threads() -> io::Result<usize> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn write_access_grows_with_the_abi() {
-        assert!(write_access(0).is_empty());
-        assert!(!write_access(1).contains(AccessFs::Refer));
-        assert!(write_access(2).contains(AccessFs::Refer));
-        assert!(!write_access(2).contains(AccessFs::Truncate));
-        assert!(write_access(3).contains(AccessFs::Truncate));
-        assert_eq!(write_access(3), write_access(9));
-        for abi in 0..=10 {
-            let handled = write_access(abi);
-            assert!(
-                !handled.intersects(AccessFs::ReadFile | AccessFs::ReadDir | AccessFs::Execute)
-            );
-            assert!(!handled.contains(AccessFs::IoctlDev));
-            assert!(file_access(abi).iter().all(|a| handled.contains(a)));
-        }
-    }
 
     #[test]
     fn bad_roots_are_errors_not_skips() {

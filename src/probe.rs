@@ -2,6 +2,7 @@
 
 use std::fmt;
 
+use crate::abi::{self, Abi, Feature};
 use crate::sys;
 
 /// What a probe of the running kernel found.
@@ -161,15 +162,23 @@ impl Limitation {
 
 impl fmt::Display for Limitation {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            Limitation::CrossDirectoryRenameDenied => {
+        match self {
+            Limitation::CrossDirectoryRenameDenied => write!(
+                f,
                 "Landlock ABI 1 denies every rename or hard link into another directory (EXDEV), \
-                 even between writable roots"
-            }
-            Limitation::TruncateUnrestricted => {
-                "Landlock ABI < 3 cannot deny truncate(2) of a file outside the roots"
-            }
-        })
+                 even between writable roots: `cargo build` fails (rustc moves its outputs between \
+                 directories) while `go test` works; Linux {} or later (Landlock ABI {}) lifts this",
+                Feature::Refer.since_linux(),
+                Feature::Refer.since_abi()
+            ),
+            Limitation::TruncateUnrestricted => write!(
+                f,
+                "Landlock ABI < {} cannot deny truncate(2) of a file outside the roots \
+                 (Linux {} or later can)",
+                Feature::Truncate.since_abi(),
+                Feature::Truncate.since_linux()
+            ),
+        }
     }
 }
 
@@ -199,7 +208,22 @@ impl Availability {
     /// ```
     #[must_use]
     pub fn all_threads(&self) -> bool {
-        self.supported() && self.abi >= 8
+        self.has(Feature::Tsync)
+    }
+
+    /// Whether the kernel has Landlock and its ABI has `feature`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use strument_sandbox::{Availability, Feature};
+    /// let abi2 = Availability { abi: 2, error: None };
+    /// assert!(abi2.has(Feature::Refer));
+    /// assert!(!abi2.has(Feature::Truncate));
+    /// ```
+    #[must_use]
+    pub fn has(&self, feature: Feature) -> bool {
+        self.supported() && Abi(self.abi).has(feature)
     }
 
     /// What this kernel's Landlock cannot do that a confined command may
@@ -218,10 +242,10 @@ impl Availability {
         if !self.supported() {
             return out;
         }
-        if self.abi < 2 {
+        if !self.has(Feature::Refer) {
             out.push(Limitation::CrossDirectoryRenameDenied);
         }
-        if self.abi < 3 {
+        if !self.has(Feature::Truncate) {
             out.push(Limitation::TruncateUnrestricted);
         }
         out
@@ -238,7 +262,10 @@ impl Availability {
 /// enabled at boot, and it is missing from many VM and container kernels.
 ///
 /// The answer is cheap (one syscall) and is not cached, so a test harness
-/// that installs a seccomp filter sees the filtered answer.
+/// that installs a seccomp filter sees the filtered answer. In builds with
+/// debug assertions only (never `--release`), `STRUMENT_SANDBOX_TEST_ABI_CAP=N`
+/// lowers the reported ABI to at most N, so tests can exercise older
+/// kernels' behaviour; a report made under the cap carries a warning.
 ///
 /// # Examples
 ///
@@ -250,7 +277,10 @@ impl Availability {
 pub fn probe() -> Availability {
     match sys::landlock_abi_version() {
         Ok(version) => match u32::try_from(version) {
-            Ok(abi) if abi > 0 => Availability { abi, error: None },
+            Ok(abi) if abi > 0 => Availability {
+                abi: abi::test_cap().map_or(abi, |cap| abi.min(cap)),
+                error: None,
+            },
             _ => unavailable(ProbeError::InvalidVersion { version }),
         },
         Err(libc::ENOSYS) => unavailable(ProbeError::NotBuilt),

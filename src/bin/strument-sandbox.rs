@@ -10,8 +10,8 @@ use std::process::{Command, ExitCode};
 use clap::{Args, Parser, Subcommand};
 use serde_json::{Value, json};
 use strument_sandbox::{
-    Availability, DenialLogError, Explanation, Policy, Report, Verdict, create_missing_caches,
-    default_writable, probe,
+    Availability, DenialLogError, Explanation, Feature, Policy, Report, Verdict,
+    create_missing_caches, default_writable, probe,
 };
 
 /// Exit statuses of the tool itself; `run` otherwise exits with the command's.
@@ -226,6 +226,11 @@ fn cmd_probe(json: bool) -> Result<u8, Failure> {
     } else {
         match &a.error {
             None => {
+                let tsync_missing = format!(
+                    "calling thread only (TSYNC needs ABI {}, Linux {}): apply before starting threads",
+                    Feature::Tsync.since_abi(),
+                    Feature::Tsync.since_linux()
+                );
                 say!("landlock: supported");
                 say!("abi: {}", a.abi);
                 say!(
@@ -233,7 +238,7 @@ fn cmd_probe(json: bool) -> Result<u8, Failure> {
                     if a.all_threads() {
                         "all threads confined at once (TSYNC)"
                     } else {
-                        "calling thread only (TSYNC needs ABI 8): apply before starting threads"
+                        tsync_missing.as_str()
                     }
                 );
                 for l in a.limitations() {
