@@ -226,6 +226,30 @@ impl Availability {
         self.supported() && Abi(self.abi).has(feature)
     }
 
+    /// The `LANDLOCK_ACCESS_FS_*` bits the sandbox handles on this kernel:
+    /// the filesystem write rights of its ABI, built version on version
+    /// (0 when Landlock is unavailable). For programs that issue the
+    /// syscalls themselves (the benchmark's floor measurement) or compare
+    /// with the kernel's audit records.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use strument_sandbox::Availability;
+    /// let abi1 = Availability { abi: 1, error: None };
+    /// let abi3 = Availability { abi: 3, error: None };
+    /// assert_eq!(abi1.handled_access_fs() & abi3.handled_access_fs(), abi1.handled_access_fs());
+    /// assert_ne!(abi1.handled_access_fs(), abi3.handled_access_fs());
+    /// ```
+    #[must_use]
+    pub fn handled_access_fs(&self) -> u64 {
+        if self.supported() {
+            Abi(self.abi).write_access().bits()
+        } else {
+            0
+        }
+    }
+
     /// What this kernel's Landlock cannot do that a confined command may
     /// notice. Empty when unsupported: nothing is enforced then.
     ///
