@@ -5,12 +5,13 @@ use std::fs;
 use std::path::Path;
 use std::process::Command;
 
+use crate::cases::{AGAINST_BARE, against_bare};
 use crate::config::Config;
 use crate::perf::share_text;
 use crate::project::{Bench, copy_dir, require_tool};
 use crate::report::Section;
 use crate::runner::{Variant, measure};
-use crate::stats::{Stats, dur, median_cpu, paired_ratio, ratio};
+use crate::stats::{Stats, median_cpu, paired_ratio, ratio};
 use crate::{MANIFEST_DIR, fail};
 
 const TITLE: &str = "Real work";
@@ -138,38 +139,9 @@ fn measure_build(bench: &Bench, config: &Config, build: &Build<'_>) -> Section {
     section.intro = Some(PROSE);
     let rows = variants
         .iter()
-        .map(|v| {
-            let samples = measured.samples(&v.key);
-            let s = Stats::of(&samples);
-            vec![
-                build.what.to_string(),
-                v.name.clone(),
-                s.runs.to_string(),
-                dur(s.median),
-                dur(s.min),
-                dur(s.max),
-                format!("{:.3}", ratio(s.median, Stats::of(&bare).median)),
-                format!("{:.3}", paired_ratio(&samples, &bare)),
-                dur(median_cpu(&samples)),
-                format!("{:.3}", ratio(median_cpu(&samples), median_cpu(&bare))),
-            ]
-        })
+        .map(|v| against_bare(build.what, &v.name, &measured.samples(&v.key), &bare))
         .collect();
-    section.table(
-        &[
-            "workload",
-            "variant",
-            "runs",
-            "median",
-            "min",
-            "max",
-            "ratio to bare",
-            "paired ratio",
-            "CPU (median)",
-            "CPU ratio",
-        ],
-        rows,
-    );
+    section.table(&AGAINST_BARE, rows);
     section.prose(format!(
         "Landlock's share: the CPU samples with a frame in the kernel's Landlock checks, in \
          one more sandboxed run under `perf record -e cpu-clock -g`: {}.",

@@ -4,13 +4,14 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 
+use crate::cases::{AGAINST_BARE, against_bare};
 use crate::config::Config;
 use crate::fail;
 use crate::perf::share_text;
 use crate::project::{Bench, Project};
 use crate::report::Section;
 use crate::runner::{Variant, measure};
-use crate::stats::{Stats, dur, median_cpu, paired_ratio, ratio, signed_dur};
+use crate::stats::{Stats, median_cpu, paired_ratio, ratio, signed_dur};
 
 pub fn run(bench: &Bench, config: &Config) -> Section {
     // tmpfs unless told otherwise: see the note below.
@@ -87,23 +88,18 @@ pub fn run(bench: &Bench, config: &Config) -> Section {
             let s = Stats::of(&samples);
             let extra =
                 (s.median.as_secs_f64() - bare_stats.median.as_secs_f64()) / checked_ops as f64;
-            rows.push(vec![
-                format!("{} files, depth {depth}", config.files),
-                v.name.clone(),
-                s.runs.to_string(),
-                dur(s.median),
-                dur(s.min),
-                dur(s.max),
-                format!("{:.3}", ratio(s.median, bare_stats.median)),
-                format!("{:.3}", paired_ratio(&samples, &bare)),
-                dur(median_cpu(&samples)),
-                format!("{:.3}", ratio(median_cpu(&samples), median_cpu(&bare))),
-                if v.key == "bare" {
-                    "—".into()
-                } else {
-                    signed_dur(extra)
-                },
-            ]);
+            let mut row = against_bare(
+                &format!("{} files, depth {depth}", config.files),
+                &v.name,
+                &samples,
+                &bare,
+            );
+            row.push(if v.key == "bare" {
+                "—".into()
+            } else {
+                signed_dur(extra)
+            });
+            rows.push(row);
         }
         let run = measured.samples("run");
         let r = ratio(Stats::of(&run).median, bare_stats.median);
@@ -123,22 +119,9 @@ pub fn run(bench: &Bench, config: &Config) -> Section {
             r <= 1.05,
         );
     }
-    section.table(
-        &[
-            "workload",
-            "variant",
-            "runs",
-            "median",
-            "min",
-            "max",
-            "ratio to bare",
-            "paired ratio",
-            "CPU (median)",
-            "CPU ratio",
-            "extra per checked op",
-        ],
-        rows,
-    );
+    let mut header = AGAINST_BARE.to_vec();
+    header.push("extra per checked op");
+    section.table(&header, rows);
     section.prose(format!(
         "Landlock's share: the CPU samples with a frame in the kernel's Landlock checks \
          (`security/landlock/`), in one more sandboxed run under `perf record -e cpu-clock \
