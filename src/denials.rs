@@ -9,7 +9,8 @@ use std::process::{Command, ExitStatus};
 use std::time::{Duration, Instant};
 
 use crate::abi::Feature;
-use crate::policy::Prepared;
+use crate::explain::Verdict;
+use crate::policy::{Prepared, Report};
 use crate::sys;
 
 /// `AUDIT_GET`: asks for the audit status.
@@ -36,6 +37,135 @@ pub struct Denial {
     pub path: Option<PathBuf>,
     /// The record's fields as the kernel wrote them.
     pub record: String,
+}
+
+impl Denial {
+    /// What was refused, for a person: each blocker in words with the
+    /// kernel's name after it, such as `creating a file (fs.make_reg)`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// assert_eq!(strument_sandbox::Denial::describe_blocker("fs.make_reg"), "creating a file");
+    /// ```
+    #[must_use]
+    pub fn what(&self) -> String {
+        self.blockers
+            .iter()
+            .map(|b| format!("{} ({b})", Denial::describe_blocker(b)))
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+
+    /// One blocker of Landlock's audit vocabulary (`fs.write_file`,
+    /// `fs.refer`, `ptrace`, …) in words; `an access` for one this
+    /// version does not know.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use strument_sandbox::Denial;
+    /// assert_eq!(Denial::describe_blocker("fs.refer"), "moving or linking between places");
+    /// assert_eq!(Denial::describe_blocker("net.bind_udp"), "an access");
+    /// ```
+    #[must_use]
+    pub fn describe_blocker(blocker: &str) -> &'static str {
+        match blocker {
+            "fs.write_file" => "writing a file",
+            "fs.truncate" => "truncating a file",
+            "fs.make_reg" => "creating a file",
+            "fs.make_dir" => "creating a directory",
+            "fs.make_sym" => "creating a symlink",
+            "fs.make_sock" => "creating a socket",
+            "fs.make_fifo" => "creating a fifo",
+            "fs.make_char" => "creating a character device",
+            "fs.make_block" => "creating a block device",
+            "fs.remove_file" => "removing a file",
+            "fs.remove_dir" => "removing a directory",
+            "fs.refer" => "moving or linking between places",
+            "fs.change_topology" => "mounting",
+            "ptrace" => "tracing a less confined process",
+            _ => "an access",
+        }
+    }
+
+    /// Whether [`Denial::path`] is the directory something was created in
+    /// or removed from (`fs.make_*`, `fs.remove_*`), rather than the file
+    /// written.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # fn check(d: &strument_sandbox::Denial) {
+    /// let preposition = if d.in_directory() { "in" } else { "on" };
+    /// # }
+    /// ```
+    #[must_use]
+    pub fn in_directory(&self) -> bool {
+        self.blockers
+            .iter()
+            .any(|b| b.starts_with("fs.make_") || b.starts_with("fs.remove_"))
+    }
+
+    /// What would have let the access through, judged against the policy's
+    /// `report`; `None` when the record names no file.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// use std::process::Command;
+    /// use strument_sandbox::{Advice, Policy};
+    ///
+    /// let prepared = Policy { writable: vec!["/home/me/project".into()] }.prepare()?;
+    /// let audited = prepared.status_with_denials(&mut Command::new("make"))?;
+    /// for denial in &audited.denials {
+    ///     if let Some(Advice::Allow(path)) = denial.advice(prepared.report()) {
+    ///         eprintln!("{}: grant {} to allow it", denial.what(), path.display());
+    ///     }
+    /// }
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    #[must_use]
+    pub fn advice(&self, report: &Report) -> Option<Advice> {
+        let path = self.path.as_ref()?;
+        Some(match report.explain(path) {
+            Ok(e) => match e.verdict {
+                Verdict::Denied { allow, .. } => Advice::Allow(allow),
+                Verdict::Granted(root) => Advice::OtherEnd(root.path),
+            },
+            Err(err) => Advice::Unknown(err.to_string()),
+        })
+    }
+}
+
+/// What would have let a refused access through: [`Denial::advice`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Advice {
+    /// No root grants the path; granting this one (the smallest that
+    /// would) lets the write land.
+    Allow(PathBuf),
+    /// The path is writable through this root, so the refused access was
+    /// the other end of a rename or link, outside the roots.
+    OtherEnd(PathBuf),
+    /// The path cannot be judged now (it moved, or a directory on the way
+    /// is gone); the reason.
+    Unknown(String),
+}
+
+impl std::fmt::Display for Advice {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Advice::Allow(path) => {
+                write!(f, "no root grants it; granting {} would", path.display())
+            }
+            Advice::OtherEnd(root) => write!(
+                f,
+                "writable through {}, so the other end of a rename or link was outside the roots",
+                root.display()
+            ),
+            Advice::Unknown(why) => write!(f, "cannot explain: {why}"),
+        }
+    }
 }
 
 /// What [`Prepared::status_with_denials`] observed.

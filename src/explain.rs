@@ -34,9 +34,8 @@ pub struct Explanation {
     pub verdict: Verdict,
 }
 
-/// Whether a write is allowed.
+/// Whether a write is allowed: there is no third answer.
 #[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
 pub enum Verdict {
     /// The write lands: this root covers [`Explanation::checked`] (the
     /// nearest one, when several do).

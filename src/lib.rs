@@ -46,7 +46,7 @@ mod sys;
 mod writable;
 
 pub use abi::Feature;
-pub use denials::{Audited, Denial, DenialLogError};
+pub use denials::{Advice, Audited, Denial, DenialLogError};
 pub use error::{ApplyError, PolicyError};
 pub use explain::{ExplainError, Explanation, Verdict};
 pub use policy::{Granted, Policy, Prepared, Report, RootKind, SkipReason, Skipped, Warning};

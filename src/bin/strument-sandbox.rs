@@ -10,7 +10,7 @@ use std::process::{Command, ExitCode};
 use clap::{Args, Parser, Subcommand};
 use serde_json::{Value, json};
 use strument_sandbox::{
-    Availability, DenialLogError, Explanation, Feature, Policy, Report, Verdict,
+    Advice, Availability, DenialLogError, Explanation, Feature, Policy, Report, Verdict,
     create_missing_caches, default_writable, probe,
 };
 
@@ -346,7 +346,6 @@ fn explanation_text(e: &Explanation) -> String {
             }
             line
         }
-        _ => format!("{path}: unknown verdict"),
     }
 }
 
@@ -365,7 +364,6 @@ fn explanation_json(e: &Explanation) -> Value {
                 .map(|s| json!({ "path": s.path.to_string_lossy(), "reason": s.reason.kind() }))
                 .collect(),
         ),
-        _ => (Value::Null, Value::Null, Vec::new()),
     };
     json!({
         "path": e.path.to_string_lossy(),
@@ -485,40 +483,18 @@ fn run_explaining_denials(
             ),
         })?;
     for denial in &audited.denials {
-        let what = denial
-            .blockers
-            .iter()
-            .map(|b| format!("{} ({b})", blocker_text(b)))
-            .collect::<Vec<_>>()
-            .join(", ");
-        let on = if denial
-            .blockers
-            .iter()
-            .any(|b| b.starts_with("fs.make_") || b.starts_with("fs.remove_"))
-        {
-            "in"
-        } else {
-            "on"
-        };
-        let Some(path) = &denial.path else {
+        let what = denial.what();
+        let on = if denial.in_directory() { "in" } else { "on" };
+        let (Some(path), Some(advice)) = (&denial.path, denial.advice(prepared.report())) else {
             eprintln!("strument-sandbox: refused {what}: {}", denial.record);
             continue;
         };
-        let advice = match prepared.report().explain(path) {
-            Ok(e) => match &e.verdict {
-                Verdict::Denied { allow, .. } => {
-                    format!(
-                        "no root grants it; to allow it: --allow {}",
-                        allow.display()
-                    )
-                }
-                Verdict::Granted(root) => format!(
-                    "writable through {}, so the other end of a rename or link was outside the roots",
-                    root.path.display()
-                ),
-                _ => String::new(),
-            },
-            Err(err) => format!("cannot explain: {err}"),
+        let advice = match advice {
+            Advice::Allow(allow) => format!(
+                "no root grants it; to allow it: --allow {}",
+                allow.display()
+            ),
+            other => other.to_string(),
         };
         eprintln!(
             "strument-sandbox: refused {what} {on} {}: {advice}",
@@ -538,27 +514,6 @@ fn run_explaining_denials(
         _ => {}
     }
     Ok(exit_code(audited.status))
-}
-
-/// What an audit record's blocker means, for a person.
-fn blocker_text(blocker: &str) -> &'static str {
-    match blocker {
-        "fs.write_file" => "writing a file",
-        "fs.truncate" => "truncating a file",
-        "fs.make_reg" => "creating a file",
-        "fs.make_dir" => "creating a directory",
-        "fs.make_sym" => "creating a symlink",
-        "fs.make_sock" => "creating a socket",
-        "fs.make_fifo" => "creating a fifo",
-        "fs.make_char" => "creating a character device",
-        "fs.make_block" => "creating a block device",
-        "fs.remove_file" => "removing a file",
-        "fs.remove_dir" => "removing a directory",
-        "fs.refer" => "moving or linking between places",
-        "fs.change_topology" => "mounting",
-        "ptrace" => "tracing a less confined process",
-        _ => "an access",
-    }
 }
 
 /// The shell's convention: the exit code, or 128 + the signal.
