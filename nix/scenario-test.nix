@@ -5,8 +5,8 @@
 #
 #   1. the guest runs the kernel and the LSMs the test asked for
 #      (uname -r, /proc/cmdline, /sys/kernel/security/lsm);
-#   2. `strument-sandbox probe` answers as that kernel must (an ABI, or
-#      exit 3 naming the errno);
+#   2. `strument-sandbox probe` answers as that kernel must (the ABI its
+#      version offers, or exit 3 naming the errno);
 #   3. tests/scenarios/scenarios.sh, the scenarios every tier runs, passes
 #      as the user.
 #
@@ -23,6 +23,34 @@ let
     root = ../.;
     fileset = lib.fileset.unions [ ../tests/scenarios ../tests/fixtures ];
   };
+
+  # The first mainline kernel of each Landlock ABI (the kernel's
+  # Documentation/userspace-api/landlock.rst). Stable kernels get no new
+  # ABI, so a kernel's version says which ABI it offers.
+  abiSince = [
+    { abi = 10; kernel = "7.2"; }
+    { abi = 9; kernel = "7.1"; }
+    { abi = 8; kernel = "7.0"; }
+    { abi = 7; kernel = "6.15"; }
+    { abi = 6; kernel = "6.12"; }
+    { abi = 5; kernel = "6.10"; }
+    { abi = 4; kernel = "6.7"; }
+    { abi = 3; kernel = "6.2"; }
+    { abi = 2; kernel = "5.19"; }
+    { abi = 1; kernel = "5.13"; }
+  ];
+  newestKnown = lib.head abiSince;
+  # The ABI of a kernel version; null when it predates Landlock. A series
+  # past the table's newest may offer an ABI the table does not know: stop
+  # rather than assert the wrong one.
+  abiOfKernel = version:
+    let
+      series = lib.versions.majorMinor version;
+      found = lib.findFirst (a: lib.versionAtLeast version a.kernel) null abiSince;
+    in
+    assert lib.assertMsg (!lib.versionOlder newestKnown.kernel series)
+      "nix/scenario-test.nix: kernel ${version} is newer than ${newestKnown.kernel}, the last series in abiSince; add the ABIs since";
+    if found == null then null else found.abi;
 in
 {
   options.scenario = {
@@ -38,8 +66,10 @@ in
       type = types.nullOr types.ints.positive;
       default = null;
       description = ''
-        The Landlock ABI the probe must report; null accepts any. Only for
-        mode `enabled`.
+        The Landlock ABI the probe must report. Null (the default) means the
+        ABI the machine's kernel version offers (abiSince above); a test that
+        sets it says so in its own file, and it must agree with that table.
+        Only for mode `enabled`. The scenarios get it as SCENARIO_EXPECT_ABI.
       '';
     };
 
@@ -73,11 +103,17 @@ in
         toolchains = [ pkgs.go pkgs.cargo pkgs.rustc pkgs.gcc pkgs.git pkgs.python3 ];
         shellTools = [ pkgs.bash pkgs.coreutils pkgs.findutils pkgs.gnugrep pkgs.gnused ];
 
-        # The fixture crate's one crates.io dependency, vendored from its
-        # Cargo.lock at build time, for `cargo build --offline` in the guest.
-        cargoVendor = pkgs.rustPlatform.importCargoLock {
-          lockFile = ../tests/fixtures/cargo-hello/Cargo.lock;
-        };
+        # The fixture crate's one crates.io dependency as a fetched registry
+        # (index entry and .crate, built from its Cargo.lock): the guest's
+        # `cargo build --offline` extracts it into ~/.cargo/registry under
+        # the sandbox, the cache write the scenario checks.
+        cargoSeed = pkgs.callPackage ./cargo-registry-seed.nix { }
+          ../tests/fixtures/cargo-hello;
+
+        kernelVersion = config.boot.kernelPackages.kernel.version;
+        kernelAbi = abiOfKernel kernelVersion;
+        # What the probe must report in mode enabled.
+        wantAbi = if cfg.abi != null then cfg.abi else kernelAbi;
 
         requestedLsm = config.security.lsm;
         expectedLsm = lib.subtractLists cfg.lsmMissingFromKernel requestedLsm;
@@ -119,7 +155,7 @@ in
           runtimeInputs = [ strumentSandbox ] ++ shellTools;
           text =
             if cfg.mode == "enabled" then ''
-              want_abi=${lib.escapeShellArg (toString cfg.abi)}
+              want_abi=${lib.escapeShellArg (toString wantAbi)}
               status=0
               out=$(strument-sandbox probe 2>&1) || status=$?
               printf '%s\n' "$out"
@@ -132,8 +168,8 @@ in
                 echo "FAIL: probe exited 0 but reported no Landlock ABI"
                 exit 1
               fi
-              if [ -n "$want_abi" ] && [ "$abi" != "$want_abi" ]; then
-                echo "FAIL: probe reported Landlock ABI $abi, this kernel offers ABI $want_abi"
+              if [ "$abi" != "$want_abi" ]; then
+                echo "FAIL: probe reported Landlock ABI $abi, kernel $(uname -r) offers ABI $want_abi"
                 exit 1
               fi
               echo "ok: Landlock ABI $abi on kernel $(uname -r)"
@@ -166,10 +202,19 @@ in
             # Store paths are read-only; the builds write inside the fixtures.
             cp -R ${scenarioSource}/tests/fixtures "$root/fixtures"
             chmod -R u+w "$root/fixtures"
+            # The registry seed too: scenarios.sh copies it into each fake
+            # home, and cargo (running as this user) writes beside it.
+            cp -R ${cargoSeed} "$root/cargo-seed"
+            chmod -R u+w "$root/cargo-seed"
             export SANDBOX=${lib.getExe strumentSandbox}
             export SCENARIO_ROOT="$root/homes"
             export SCENARIO_FIXTURES="$root/fixtures"
-            export SCENARIO_CARGO_VENDOR=${cargoVendor}
+            export SCENARIO_CARGO_SEED="$root/cargo-seed"
+            ${lib.optionalString (cfg.mode == "enabled") ''
+              # The probe scenario asserts exactly this ABI; on ABI 1 the
+              # cargo scenario expects rustc's cross-directory rename to fail.
+              export SCENARIO_EXPECT_ABI=${lib.escapeShellArg (toString wantAbi)}
+            ''}
             exec bash ${scenarioSource}/tests/scenarios/scenarios.sh ${lib.escapeShellArg cfg.mode}
           '';
         };
@@ -183,6 +228,10 @@ in
           {
             assertion = cfg.mode == "enabled" || cfg.abi == null;
             message = "scenario.abi only applies to mode enabled";
+          }
+          {
+            assertion = cfg.mode != "enabled" || (kernelAbi != null && wantAbi == kernelAbi);
+            message = "mode enabled on kernel ${kernelVersion}: it offers Landlock ABI ${toString kernelAbi}, scenario.abi says ${toString cfg.abi}";
           }
         ];
 

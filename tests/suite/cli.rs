@@ -1,6 +1,6 @@
 //! The command line: flags, exit statuses, reports. Runs anywhere.
 
-use std::process::Command;
+use std::process::{Command, Stdio};
 
 use super::support::{BIN, FakeHome, output, show};
 
@@ -281,11 +281,25 @@ fn explain_refuses_a_path_that_cannot_resolve_with_4_and_the_path_named() {
 #[test]
 fn a_closed_standard_output_ends_quietly_instead_of_panicking() {
     for args in [&["policy"][..], &["probe"][..], &["probe", "--json"][..]] {
-        let (reader, writer) = std::io::pipe().expect("a pipe");
-        drop(reader); // every write now fails with EPIPE
-        let out = output(Command::new(BIN).args(args).stdout(writer));
+        let out = output(Command::new(BIN).args(args).stdout(a_pipe_nobody_reads()));
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert!(!stderr.contains("panicked"), "{args:?}\n{}", show(&out));
         assert_eq!(out.status.code(), Some(141), "{args:?}\n{}", show(&out));
     }
+}
+
+/// The write end of a pipe whose read end is closed, so that every write to
+/// it fails with EPIPE. `std::io::pipe` would say this directly but needs
+/// Rust 1.87, above the crate's `rust-version`: instead a child that exits
+/// at once holds the only read end (std's pipes are close-on-exec), and
+/// once it is reaped the write end is left with no reader.
+fn a_pipe_nobody_reads() -> Stdio {
+    let mut reader = Command::new("true")
+        .stdin(Stdio::piped())
+        .spawn()
+        .expect("spawn `true` to hold the read end of a pipe");
+    let writer = reader.stdin.take().expect("the child's piped stdin");
+    let status = reader.wait().expect("reap `true`");
+    assert!(status.success(), "`true` exited {status}");
+    Stdio::from(writer)
 }

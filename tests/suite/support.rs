@@ -110,7 +110,9 @@ impl FakeHome {
 
 /// Where fake homes and scenario roots go: `CARGO_TARGET_TMPDIR`, unless
 /// the checkout itself sits in temporary space, then a directory under the
-/// real home's `~/.local/share` (not a granted root).
+/// real home's `~/.local/share` (not a granted root). A Nix build has no
+/// home (`HOME=/homeless-shelter`): there the build directory is the one
+/// place left, and it must lie outside temporary space too.
 pub fn scratch_base() -> PathBuf {
     let target = PathBuf::from(env!("CARGO_TARGET_TMPDIR"));
     fs::create_dir_all(&target).expect("create CARGO_TARGET_TMPDIR");
@@ -119,6 +121,25 @@ pub fn scratch_base() -> PathBuf {
         .expect("canonical CARGO_TARGET_TMPDIR");
     if under_a_temp_root(&target).is_none() {
         return target;
+    }
+    if let Some(top) = std::env::var_os("NIX_BUILD_TOP")
+        .filter(|_| std::env::var_os("HOME").is_some_and(|home| home == "/homeless-shelter"))
+    {
+        let top = PathBuf::from(top);
+        if let Some(root) = under_a_temp_root(&top) {
+            panic!(
+                "this Nix build's directory {} is under the granted root {} \
+                 (sandbox = false puts it in the daemon's temp dir): every fake \
+                 home there would be writable and these tests would prove \
+                 nothing; build with sandbox = true, or set Nix's build-dir \
+                 outside temporary space",
+                top.display(),
+                root.display()
+            );
+        }
+        let base = top.join("strument-sandbox-tests");
+        fs::create_dir_all(&base).expect("create test scratch space in NIX_BUILD_TOP");
+        return base.canonicalize().expect("canonical scratch space");
     }
     let data = dirs::data_dir().expect("a home directory for test scratch space");
     let base = data.join("strument-sandbox-tests");
