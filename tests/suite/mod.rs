@@ -9,6 +9,7 @@ mod denials;
 mod kernel;
 mod network;
 mod props;
+mod roles;
 mod routes;
 mod scenarios;
 mod simulated;

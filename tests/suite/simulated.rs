@@ -6,6 +6,7 @@ use std::process::Command;
 
 use strument_sandbox::{ApplyError, Policy, ProbeError, probe};
 
+use super::roles::body_in_child;
 use super::support::{BIN, FakeHome, output, show, without_landlock};
 
 const UNAVAILABLE: i32 = 3;
@@ -108,34 +109,22 @@ fn policy_still_reports_without_landlock() {
 /// filter by re-executing the test binary with it installed.
 #[test]
 fn apply_refuses_rather_than_enforcing_nothing() {
-    const MARK: &str = "STRUMENT_SANDBOX_FILTERED";
-    if std::env::var_os(MARK).is_some() {
-        assert_eq!(probe().error, Some(ProbeError::NotBuilt));
-        match (Policy {
-            writable: vec!["/tmp".into()],
-        })
-        .apply()
-        {
-            Err(ApplyError::Unavailable(ProbeError::NotBuilt)) => {}
-            other => panic!("expected a refusal, got {other:?}"),
-        }
-        // Unconfined, as before the call.
-        let here = Path::new(env!("CARGO_TARGET_TMPDIR")).join("apply-refused");
-        std::fs::write(&here, "x").expect("the refusal left the process confined");
-        return;
-    }
-    let mut cmd = Command::new(std::env::current_exe().expect("test binary"));
-    cmd.args([
+    body_in_child(
         "suite::simulated::apply_refuses_rather_than_enforcing_nothing",
-        "--exact",
-        "--nocapture",
-    ])
-    .env(MARK, "1");
-    without_landlock(&mut cmd, libc::ENOSYS);
-    let out = output(&mut cmd);
-    assert!(
-        String::from_utf8_lossy(&out.stdout).contains("1 passed"),
-        "{}",
-        show(&out)
+        |cmd| without_landlock(cmd, libc::ENOSYS),
+        || {
+            assert_eq!(probe().error, Some(ProbeError::NotBuilt));
+            match (Policy {
+                writable: vec!["/tmp".into()],
+            })
+            .apply()
+            {
+                Err(ApplyError::Unavailable(ProbeError::NotBuilt)) => {}
+                other => panic!("expected a refusal, got {other:?}"),
+            }
+            // Unconfined, as before the call.
+            let here = Path::new(env!("CARGO_TARGET_TMPDIR")).join("apply-refused");
+            std::fs::write(&here, "x").expect("the refusal left the process confined");
+        },
     );
 }

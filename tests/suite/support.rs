@@ -243,23 +243,7 @@ fn landlock_filter(errno: i32) -> seccompiler::BpfProgram {
 /// confines the test harness. Returns the child's output; the body's own
 /// assertions decide the child's status.
 pub fn in_child(test: &str, body: impl FnOnce()) -> Option<Output> {
-    const MARK: &str = "STRUMENT_SANDBOX_TEST_CHILD";
-    if std::env::var_os(MARK).is_some() {
-        body();
-        return None;
-    }
-    let exe = std::env::current_exe().expect("current test binary");
-    let mut cmd = Command::new(exe);
-    cmd.args([test, "--exact", "--nocapture", "--test-threads=1"])
-        .env(MARK, "1");
-    let out = output(&mut cmd);
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        stdout.contains("1 passed"),
-        "the child run of {test} did not pass\n{}",
-        show(&out)
-    );
-    Some(out)
+    super::roles::body_in_child(test, |_| {}, body)
 }
 
 /// The scenarios `tests/scenarios/scenarios.sh` runs in each mode; every

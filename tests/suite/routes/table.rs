@@ -1,0 +1,760 @@
+//! The route table: each row one way of writing, in the order
+//! `doc/security.md` numbers them. A symmetric route states its operation
+//! once, over the directories [`Span`] gives each side; the rest state two
+//! attempts.
+
+use std::fs;
+use std::io::{Read, Seek};
+use std::os::unix::fs::{FileTypeExt, MetadataExt, PermissionsExt, symlink};
+use std::os::unix::net::UnixListener;
+use std::path::{Path, PathBuf};
+
+use super::route::{Case, Dirs, Places, Route, Span, Tried};
+use super::syscalls::{
+    MARK, as_errno, cwd_of_a_child_in_the_sandbox, has_xattr, mem_of_a_child, mknod,
+    mount_in_own_namespace, open_fd, open_write, ptrace_attach, ptrace_child_in_the_sandbox,
+    renameat2, reopen_for_writing, self_cwd, set_mtime, setxattr, tmpfile_linked, tracer_of,
+    truncate, vm_write, write_inherited, write_mem,
+};
+
+const ORIGINAL: &str = "original";
+
+const IN_PROJECT_OR_OUTSIDE: [&str; 2] = ["in the project", "outside the roots"];
+const BETWEEN_TWO_DIRECTORIES: [&str; 2] =
+    ["between the two roots", "between two directories outside"];
+const INTO_THE_PROJECT: [&str; 2] = ["from the second root", "from outside the roots"];
+const OUT_OF_THE_PROJECT: [&str; 2] = ["to the second root", "to outside the roots"];
+const SYMLINK_POINTING: [&str; 2] = [
+    "pointing into the second root",
+    "pointing outside the roots",
+];
+const METADATA: [&str; 2] = [
+    "in the project",
+    "outside the roots: lands (metadata is not confined)",
+];
+
+/// Every write route, in the table's order.
+#[allow(clippy::too_many_lines)]
+pub(super) fn routes() -> Vec<Route> {
+    use Span::{IntoTheProject, OneDirectory, OutOfTheProject, TwoDirectories};
+    vec![
+        Route::symmetric(
+            "`open(O_WRONLY)` an existing file",
+            IN_PROJECT_OR_OUTSIDE,
+            OneDirectory,
+            Case {
+                setup: |d| file(&d.here.join("f")),
+                attempt: |d| open_write(&d.here.join("f"), libc::O_WRONLY),
+                landed: Some(|d| starts_landed(&d.here.join("f"))),
+                explain: Some(|d| vec![d.here.join("f")]),
+            },
+        ),
+        Route::symmetric(
+            "`open(O_RDWR)` an existing file",
+            IN_PROJECT_OR_OUTSIDE,
+            OneDirectory,
+            Case {
+                setup: |d| file(&d.here.join("f")),
+                attempt: |d| open_write(&d.here.join("f"), libc::O_RDWR),
+                landed: Some(|d| starts_landed(&d.here.join("f"))),
+                explain: Some(|d| vec![d.here.join("f")]),
+            },
+        ),
+        Route::symmetric(
+            "`open(O_CREAT)` a new file",
+            IN_PROJECT_OR_OUTSIDE,
+            OneDirectory,
+            Case {
+                setup: nothing,
+                attempt: |d| {
+                    open_write(
+                        &d.here.join("new"),
+                        libc::O_WRONLY | libc::O_CREAT | libc::O_EXCL,
+                    )
+                },
+                landed: Some(|d| exists(&d.here.join("new"))),
+                explain: Some(|d| vec![d.here.join("new")]),
+            },
+        ),
+        Route::symmetric(
+            "`open(O_WRONLY|O_TRUNC)`",
+            IN_PROJECT_OR_OUTSIDE,
+            OneDirectory,
+            Case {
+                setup: |d| file(&d.here.join("f")),
+                attempt: |d| open_fd(&d.here.join("f"), libc::O_WRONLY | libc::O_TRUNC).map(drop),
+                landed: Some(|d| emptied(&d.here.join("f"))),
+                explain: Some(|d| vec![d.here.join("f")]),
+            },
+        ),
+        Route::symmetric(
+            "`open(O_RDONLY|O_TRUNC)`: truncation by a read-only open",
+            IN_PROJECT_OR_OUTSIDE,
+            OneDirectory,
+            Case {
+                setup: |d| file(&d.here.join("f")),
+                attempt: |d| open_fd(&d.here.join("f"), libc::O_RDONLY | libc::O_TRUNC).map(drop),
+                landed: Some(|d| emptied(&d.here.join("f"))),
+                explain: Some(|d| vec![d.here.join("f")]),
+            },
+        ),
+        Route::symmetric(
+            "`open(O_APPEND)`",
+            IN_PROJECT_OR_OUTSIDE,
+            OneDirectory,
+            Case {
+                setup: |d| file(&d.here.join("f")),
+                attempt: |d| open_write(&d.here.join("f"), libc::O_WRONLY | libc::O_APPEND),
+                landed: Some(|d| content(&d.here.join("f")) == "originallanded"),
+                explain: Some(|d| vec![d.here.join("f")]),
+            },
+        )
+        .tracing(|d| content(&d.here.join("f")) != ORIGINAL),
+        Route::symmetric(
+            "`open(O_TMPFILE)` then `linkat` to name it",
+            IN_PROJECT_OR_OUTSIDE,
+            OneDirectory,
+            Case {
+                setup: nothing,
+                attempt: |d| tmpfile_linked(&d.here, &d.here.join("named")),
+                landed: Some(|d| starts_landed(&d.here.join("named"))),
+                explain: Some(|d| vec![d.here.join("named")]),
+            },
+        )
+        .tracing(|d| exists(&d.here.join("named"))),
+        Route::symmetric(
+            "`O_TMPFILE` in a root, `linkat` into another place",
+            ["into the second root", "into a directory outside the roots"],
+            OutOfTheProject,
+            Case {
+                setup: nothing,
+                attempt: |d| tmpfile_linked(&d.here, &d.there.join("named")),
+                landed: Some(|d| starts_landed(&d.there.join("named"))),
+                explain: Some(|d| vec![d.here.clone(), d.there.join("named")]),
+            },
+        )
+        .tracing(|d| exists(&d.there.join("named"))),
+        Route::symmetric(
+            "`truncate(2)` by path",
+            IN_PROJECT_OR_OUTSIDE,
+            OneDirectory,
+            Case {
+                setup: |d| file(&d.here.join("f")),
+                attempt: |d| truncate(&d.here.join("f")),
+                landed: Some(|d| emptied(&d.here.join("f"))),
+                explain: Some(|d| vec![d.here.join("f")]),
+            },
+        ),
+        Route::symmetric(
+            "`unlink` a file",
+            IN_PROJECT_OR_OUTSIDE,
+            OneDirectory,
+            Case {
+                setup: |d| file(&d.here.join("f")),
+                attempt: |d| as_errno(fs::remove_file(d.here.join("f"))),
+                landed: Some(|d| !exists(&d.here.join("f"))),
+                explain: Some(|d| vec![d.here.join("f")]),
+            },
+        ),
+        Route::symmetric(
+            "`rmdir` an empty directory",
+            IN_PROJECT_OR_OUTSIDE,
+            OneDirectory,
+            Case {
+                setup: |d| fs::create_dir(d.here.join("d")).expect("mkdir"),
+                attempt: |d| as_errno(fs::remove_dir(d.here.join("d"))),
+                landed: Some(|d| !exists(&d.here.join("d"))),
+                explain: Some(|d| vec![d.here.join("d")]),
+            },
+        ),
+        Route::symmetric(
+            "`mkdir`",
+            IN_PROJECT_OR_OUTSIDE,
+            OneDirectory,
+            Case {
+                setup: nothing,
+                attempt: |d| as_errno(fs::create_dir(d.here.join("d"))),
+                landed: Some(|d| exists(&d.here.join("d"))),
+                explain: Some(|d| vec![d.here.join("d")]),
+            },
+        ),
+        Route::symmetric(
+            "`mknod` a fifo",
+            IN_PROJECT_OR_OUTSIDE,
+            OneDirectory,
+            Case {
+                setup: nothing,
+                attempt: |d| mknod(&d.here.join("fifo"), libc::S_IFIFO, 0),
+                landed: Some(|d| is(&d.here.join("fifo"), fs::FileType::is_fifo)),
+                explain: Some(|d| vec![d.here.join("fifo")]),
+            },
+        )
+        .tracing(|d| exists(&d.here.join("fifo"))),
+        Route::symmetric(
+            "`mknod` a socket",
+            IN_PROJECT_OR_OUTSIDE,
+            OneDirectory,
+            Case {
+                setup: nothing,
+                attempt: |d| mknod(&d.here.join("sock"), libc::S_IFSOCK, 0),
+                landed: Some(|d| is(&d.here.join("sock"), fs::FileType::is_socket)),
+                explain: Some(|d| vec![d.here.join("sock")]),
+            },
+        )
+        .tracing(|d| exists(&d.here.join("sock"))),
+        Route::symmetric(
+            "`mknod` a whiteout (char device 0:0, no CAP_MKNOD needed)",
+            IN_PROJECT_OR_OUTSIDE,
+            OneDirectory,
+            Case {
+                setup: nothing,
+                attempt: |d| mknod(&d.here.join("wh"), libc::S_IFCHR, 0),
+                landed: Some(|d| is(&d.here.join("wh"), fs::FileType::is_char_device)),
+                explain: Some(|d| vec![d.here.join("wh")]),
+            },
+        )
+        .tracing(|d| exists(&d.here.join("wh"))),
+        Route::symmetric(
+            "`mknod` a char device (1:3, CAP_MKNOD)",
+            IN_PROJECT_OR_OUTSIDE,
+            OneDirectory,
+            Case {
+                setup: nothing,
+                attempt: |d| mknod(&d.here.join("null"), libc::S_IFCHR, libc::makedev(1, 3)),
+                landed: Some(|d| is(&d.here.join("null"), fs::FileType::is_char_device)),
+                explain: Some(|d| vec![d.here.join("null")]),
+            },
+        )
+        .tracing(|d| exists(&d.here.join("null")))
+        .needing_root(),
+        Route::symmetric(
+            "`mknod` a block device (7:0, CAP_MKNOD)",
+            IN_PROJECT_OR_OUTSIDE,
+            OneDirectory,
+            Case {
+                setup: nothing,
+                attempt: |d| mknod(&d.here.join("loop"), libc::S_IFBLK, libc::makedev(7, 0)),
+                landed: Some(|d| is(&d.here.join("loop"), fs::FileType::is_block_device)),
+                explain: Some(|d| vec![d.here.join("loop")]),
+            },
+        )
+        .tracing(|d| exists(&d.here.join("loop")))
+        .needing_root(),
+        Route::symmetric(
+            "`symlink`",
+            IN_PROJECT_OR_OUTSIDE,
+            OneDirectory,
+            Case {
+                setup: nothing,
+                attempt: |d| as_errno(symlink("/etc/passwd", d.here.join("link"))),
+                landed: Some(|d| exists(&d.here.join("link"))),
+                explain: Some(|d| vec![d.here.join("link")]),
+            },
+        ),
+        Route::symmetric(
+            "`link` (a hard link)",
+            ["within the project", "within a directory outside"],
+            OneDirectory,
+            Case {
+                setup: |d| file(&d.here.join("f")),
+                attempt: |d| as_errno(fs::hard_link(d.here.join("f"), d.here.join("hl"))),
+                landed: Some(|d| exists(&d.here.join("hl"))),
+                explain: Some(|d| vec![d.here.join("f"), d.here.join("hl")]),
+            },
+        ),
+        Route::new(
+            "a hard link in the project to a file outside",
+            [
+                "made before the sandbox, written through: lands on the outside inode",
+                "made from inside the sandbox",
+            ],
+            Tried::Paired {
+                granted: Case {
+                    setup: |p| {
+                        file(&p.outside.join("f"));
+                        fs::hard_link(p.outside.join("f"), p.project.join("hl")).expect("link");
+                    },
+                    attempt: |p| open_write(&p.project.join("hl"), libc::O_WRONLY),
+                    landed: Some(|p| starts_landed(&p.outside.join("f"))),
+                    explain: Some(|p| vec![p.project.join("hl")]),
+                },
+                refused: Case {
+                    setup: |p| file(&p.outside.join("f")),
+                    attempt: |p| as_errno(fs::hard_link(p.outside.join("f"), p.project.join("hl"))),
+                    landed: Some(|p| exists(&p.project.join("hl"))),
+                    explain: Some(|p| vec![p.outside.join("f"), p.project.join("hl")]),
+                },
+            },
+        ),
+        Route::new(
+            "a hard link outside to a file in the project",
+            [
+                "the file's own name in the project",
+                "written through the outside name",
+            ],
+            Tried::Paired {
+                granted: Case {
+                    setup: linked_from_outside,
+                    attempt: |p| open_write(&p.project.join("f"), libc::O_WRONLY),
+                    landed: Some(|p| starts_landed(&p.project.join("f"))),
+                    explain: Some(|p| vec![p.project.join("f")]),
+                },
+                refused: Case {
+                    setup: linked_from_outside,
+                    attempt: |p| open_write(&p.outside.join("hl"), libc::O_WRONLY),
+                    landed: Some(|p| starts_landed(&p.project.join("f"))),
+                    explain: Some(|p| vec![p.outside.join("hl")]),
+                },
+            },
+        ),
+        Route::symmetric(
+            "a symlink in the project, written through",
+            SYMLINK_POINTING,
+            OutOfTheProject,
+            Case {
+                setup: |d| {
+                    file(&d.there.join("f"));
+                    symlink(d.there.join("f"), d.here.join("link")).expect("symlink");
+                },
+                attempt: |d| open_write(&d.here.join("link"), libc::O_WRONLY),
+                landed: Some(|d| starts_landed(&d.there.join("f"))),
+                explain: Some(|d| vec![d.here.join("link")]),
+            },
+        ),
+        Route::symmetric(
+            "a dangling symlink in the project, `O_CREAT` through it",
+            SYMLINK_POINTING,
+            OutOfTheProject,
+            Case {
+                setup: |d| symlink(d.there.join("new"), d.here.join("link")).expect("symlink"),
+                attempt: |d| open_write(&d.here.join("link"), libc::O_WRONLY | libc::O_CREAT),
+                landed: Some(|d| exists(&d.there.join("new"))),
+                explain: Some(|d| vec![d.here.join("link")]),
+            },
+        ),
+        Route::new(
+            "`..` from a root",
+            [
+                "`a/sub/../new`, staying inside",
+                "`<project>/../new`, climbing out",
+            ],
+            Tried::Paired {
+                granted: Case {
+                    setup: |p| fs::create_dir(p.project.join("sub")).expect("mkdir"),
+                    attempt: |p| {
+                        open_write(
+                            &p.project.join("sub/../new"),
+                            libc::O_WRONLY | libc::O_CREAT,
+                        )
+                    },
+                    landed: Some(|p| exists(&p.project.join("new"))),
+                    explain: Some(|p| vec![p.project.join("sub/../new")]),
+                },
+                refused: Case {
+                    setup: nothing,
+                    attempt: |p| open_write(&above_the_project(p), libc::O_WRONLY | libc::O_CREAT),
+                    landed: Some(|p| exists(&above_the_project(p))),
+                    explain: Some(|p| vec![above_the_project(p)]),
+                },
+            },
+        ),
+        Route::symmetric(
+            "`/proc/self/fd/N` of a read-only descriptor, re-opened for writing",
+            ["a file in the project", "a file outside the roots"],
+            OneDirectory,
+            Case {
+                setup: |d| file(&d.here.join("f")),
+                attempt: |d| reopen_for_writing(&d.here.join("f")),
+                landed: Some(|d| starts_landed(&d.here.join("f"))),
+                explain: Some(|d| vec![d.here.join("f")]),
+            },
+        ),
+        Route::symmetric(
+            "`/proc/self/cwd`",
+            ["cwd in the project", "cwd outside the roots"],
+            OneDirectory,
+            Case {
+                setup: nothing,
+                attempt: |d| self_cwd(&d.here),
+                landed: Some(|d| exists(&d.here.join("via-cwd"))),
+                explain: Some(|d| vec![d.here.join("via-cwd")]),
+            },
+        ),
+        Route::new(
+            "`/proc/<pid>/cwd` of another process",
+            [
+                "a child in the same sandbox, cwd in the project",
+                "an unconfined process of the same user, cwd outside",
+            ],
+            Tried::Paired {
+                granted: Case {
+                    setup: nothing,
+                    attempt: |p| cwd_of_a_child_in_the_sandbox(&p.project),
+                    landed: Some(|p| exists(&p.project.join("via-cwd"))),
+                    explain: Some(|p| vec![p.project.join("via-cwd")]),
+                },
+                refused: Case {
+                    setup: nothing,
+                    attempt: |p| {
+                        open_write(
+                            &p.via_target_cwd(),
+                            libc::O_WRONLY | libc::O_CREAT | libc::O_EXCL,
+                        )
+                    },
+                    landed: Some(|p| exists(&p.in_target_cwd())),
+                    explain: Some(|p| vec![p.via_target_cwd()]),
+                },
+            },
+        ),
+        Route::symmetric(
+            "`rename` within one directory",
+            IN_PROJECT_OR_OUTSIDE,
+            OneDirectory,
+            RENAME,
+        ),
+        Route::symmetric(
+            "`rename` between directories",
+            BETWEEN_TWO_DIRECTORIES,
+            TwoDirectories,
+            RENAME,
+        ),
+        Route::symmetric(
+            "`rename` into a root",
+            INTO_THE_PROJECT,
+            IntoTheProject,
+            RENAME,
+        ),
+        Route::symmetric(
+            "`rename` out of a root",
+            OUT_OF_THE_PROJECT,
+            OutOfTheProject,
+            RENAME,
+        ),
+        Route::symmetric(
+            "`rename` a directory out of a root",
+            OUT_OF_THE_PROJECT,
+            OutOfTheProject,
+            Case {
+                setup: |d| {
+                    fs::create_dir(d.here.join("d")).expect("mkdir");
+                    file(&d.here.join("d/f"));
+                },
+                attempt: |d| as_errno(fs::rename(d.here.join("d"), d.there.join("d"))),
+                landed: Some(|d| moved(&d.here.join("d/f"), &d.there.join("d/f"))),
+                explain: Some(|d| vec![d.here.join("d"), d.there.join("d")]),
+            },
+        ),
+        Route::symmetric(
+            "`renameat2(RENAME_NOREPLACE)` within one directory",
+            IN_PROJECT_OR_OUTSIDE,
+            OneDirectory,
+            RENAME_NOREPLACE,
+        ),
+        Route::symmetric(
+            "`renameat2(RENAME_NOREPLACE)` between directories",
+            BETWEEN_TWO_DIRECTORIES,
+            TwoDirectories,
+            RENAME_NOREPLACE,
+        ),
+        Route::symmetric(
+            "`renameat2(RENAME_NOREPLACE)` into a root",
+            INTO_THE_PROJECT,
+            IntoTheProject,
+            RENAME_NOREPLACE,
+        ),
+        Route::symmetric(
+            "`renameat2(RENAME_NOREPLACE)` out of a root",
+            OUT_OF_THE_PROJECT,
+            OutOfTheProject,
+            RENAME_NOREPLACE,
+        ),
+        Route::symmetric(
+            "`renameat2(RENAME_EXCHANGE)` within one directory",
+            IN_PROJECT_OR_OUTSIDE,
+            OneDirectory,
+            RENAME_EXCHANGE,
+        ),
+        Route::symmetric(
+            "`renameat2(RENAME_EXCHANGE)` between directories",
+            BETWEEN_TWO_DIRECTORIES,
+            TwoDirectories,
+            RENAME_EXCHANGE,
+        ),
+        Route::symmetric(
+            "`renameat2(RENAME_EXCHANGE)` across a root's edge",
+            [
+                "the project with the second root",
+                "the project with outside the roots",
+            ],
+            OutOfTheProject,
+            RENAME_EXCHANGE,
+        ),
+        Route::symmetric(
+            "`bind` a unix socket",
+            IN_PROJECT_OR_OUTSIDE,
+            OneDirectory,
+            Case {
+                setup: nothing,
+                attempt: |d| as_errno(UnixListener::bind(d.here.join("sock")).map(drop)),
+                landed: Some(|d| exists(&d.here.join("sock"))),
+                explain: Some(|d| vec![d.here.join("sock")]),
+            },
+        ),
+        Route::new(
+            "`mount` a tmpfs",
+            [
+                "unconfined control, own mount namespace: mounts",
+                "sandboxed, over a directory inside the project",
+            ],
+            Tried::Same(Case {
+                setup: |p| fs::create_dir(p.project.join("mnt")).expect("mkdir"),
+                attempt: |p| {
+                    let on = p.project.join("mnt");
+                    mount_in_own_namespace(Path::new("tmpfs"), &on, "tmpfs", 0, None)
+                },
+                landed: None,
+                explain: None,
+            }),
+        )
+        .with_unconfined_control()
+        .needing_root(),
+        Route::new(
+            "`mount --bind` a directory outside into the project",
+            [
+                "unconfined control: writes through it land outside",
+                "sandboxed",
+            ],
+            Tried::Same(Case {
+                setup: |p| fs::create_dir(p.project.join("mnt")).expect("mkdir"),
+                attempt: |p| {
+                    let (on, then_write) = (p.project.join("mnt"), p.project.join("mnt/new"));
+                    mount_in_own_namespace(
+                        &p.outside,
+                        &on,
+                        "none",
+                        libc::MS_BIND,
+                        Some(&then_write),
+                    )
+                },
+                landed: Some(|p| exists(&p.outside.join("new"))),
+                explain: None,
+            }),
+        )
+        .with_unconfined_control()
+        .needing_root(),
+        Route::new(
+            "`ptrace(PTRACE_ATTACH)`",
+            [
+                "a child in the same sandbox",
+                "an unconfined process of the same user",
+            ],
+            Tried::Paired {
+                granted: Case {
+                    setup: nothing,
+                    attempt: |_| ptrace_child_in_the_sandbox(),
+                    landed: None,
+                    explain: None,
+                },
+                refused: Case {
+                    setup: nothing,
+                    attempt: |p| ptrace_attach(p.target.pid),
+                    landed: Some(|p| tracer_of(p.target.pid).is_some_and(|t| t != 0)),
+                    explain: None,
+                },
+            },
+        ),
+        Route::new(
+            "write `/proc/<pid>/mem`",
+            [
+                "unconfined control, of a child: lands (in the sandbox even its own children's \
+                 mem file is refused: `/proc` is no root)",
+                "sandboxed, of an unconfined process of the same user",
+            ],
+            Tried::Paired {
+                granted: Case {
+                    setup: nothing,
+                    attempt: |_| mem_of_a_child(write_mem),
+                    landed: None,
+                    explain: None,
+                },
+                refused: Case {
+                    setup: nothing,
+                    attempt: |p| write_mem(p.target.pid, p.target.buffer_address),
+                    landed: Some(|p| target_memory(p) == *MARK),
+                    explain: None,
+                },
+            },
+        )
+        .with_unconfined_control(),
+        Route::new(
+            "`process_vm_writev` (another process's memory)",
+            [
+                "of a child in the same sandbox",
+                "of an unconfined process of the same user",
+            ],
+            Tried::Paired {
+                granted: Case {
+                    setup: nothing,
+                    attempt: |_| mem_of_a_child(vm_write),
+                    landed: None,
+                    explain: None,
+                },
+                refused: Case {
+                    setup: nothing,
+                    attempt: |p| vm_write(p.target.pid, p.target.buffer_address),
+                    landed: Some(|p| target_memory(p) == *MARK),
+                    explain: None,
+                },
+            },
+        ),
+        Route::symmetric(
+            "a descriptor opened for writing before the sandbox (inherited)",
+            [
+                "of a file in the project",
+                "of a file outside: lands (Landlock checks at open, not at write)",
+            ],
+            OneDirectory,
+            Case {
+                setup: |d| file(&d.here.join("f")),
+                attempt: |_| write_inherited(),
+                landed: Some(|d| starts_landed(&d.here.join("f"))),
+                explain: None,
+            },
+        )
+        .through_inherited(|d| d.here.join("f"))
+        .not_confined_by_landlock(),
+        Route::symmetric(
+            "`chmod`",
+            METADATA,
+            OneDirectory,
+            Case {
+                setup: |d| file(&d.here.join("f")),
+                attempt: |d| {
+                    let mode = fs::Permissions::from_mode(0o600);
+                    as_errno(fs::set_permissions(d.here.join("f"), mode))
+                },
+                landed: Some(|d| {
+                    fs::metadata(d.here.join("f")).is_ok_and(|m| m.mode() & 0o777 == 0o600)
+                }),
+                explain: None,
+            },
+        )
+        .not_confined_by_landlock(),
+        Route::symmetric(
+            "`utimensat` (timestamps)",
+            METADATA,
+            OneDirectory,
+            Case {
+                setup: |d| file(&d.here.join("f")),
+                attempt: |d| set_mtime(&d.here.join("f")),
+                landed: Some(|d| fs::metadata(d.here.join("f")).is_ok_and(|m| m.mtime() == 12345)),
+                explain: None,
+            },
+        )
+        .not_confined_by_landlock(),
+        Route::symmetric(
+            "`setxattr` (extended attributes)",
+            METADATA,
+            OneDirectory,
+            Case {
+                setup: |d| file(&d.here.join("f")),
+                attempt: |d| setxattr(&d.here.join("f")),
+                landed: Some(|d| has_xattr(&d.here.join("f"))),
+                explain: None,
+            },
+        )
+        .not_confined_by_landlock(),
+    ]
+}
+
+// ---------------------------------------------------------------------------
+// Operations several rows share, and the setups and checks, run unconfined.
+
+/// `rename(here/f, there/g)`.
+const RENAME: Case<Dirs> = Case {
+    attempt: |d| as_errno(fs::rename(d.here.join("f"), d.there.join("g"))),
+    ..RENAME_NOREPLACE
+};
+
+/// `renameat2(here/f, there/g, RENAME_NOREPLACE)`.
+const RENAME_NOREPLACE: Case<Dirs> = Case {
+    setup: |d| file(&d.here.join("f")),
+    attempt: |d| {
+        renameat2(
+            &d.here.join("f"),
+            &d.there.join("g"),
+            libc::RENAME_NOREPLACE,
+        )
+    },
+    landed: Some(|d| moved(&d.here.join("f"), &d.there.join("g"))),
+    explain: Some(|d| vec![d.here.join("f"), d.there.join("g")]),
+};
+
+/// `renameat2(here/f, there/g, RENAME_EXCHANGE)`.
+const RENAME_EXCHANGE: Case<Dirs> = Case {
+    setup: |d| two_files(&d.here.join("f"), &d.there.join("g")),
+    attempt: |d| renameat2(&d.here.join("f"), &d.there.join("g"), libc::RENAME_EXCHANGE),
+    landed: Some(|d| swapped(&d.here.join("f"), &d.there.join("g"))),
+    explain: Some(|d| vec![d.here.join("f"), d.there.join("g")]),
+};
+
+fn linked_from_outside(p: &Places) {
+    file(&p.project.join("f"));
+    fs::hard_link(p.project.join("f"), p.outside.join("hl")).expect("link");
+}
+
+/// `<project>/../..`, the fake home, and a name unique to the attempt.
+fn above_the_project(p: &Places) -> PathBuf {
+    p.project.join("../..").join(format!("{}-dotdot", p.label))
+}
+
+fn target_memory(p: &Places) -> [u8; 8] {
+    let mut out = [0u8; 8];
+    if let Ok(mut f) = fs::File::open(format!("/proc/{}/mem", p.target.pid)) {
+        let at = std::io::SeekFrom::Start(p.target.buffer_address as u64);
+        if f.seek(at).is_ok() {
+            let _ = f.read_exact(&mut out);
+        }
+    }
+    out
+}
+
+fn nothing<P>(_: &P) {}
+
+fn file(path: &Path) {
+    fs::write(path, ORIGINAL).expect("write a fixture file");
+}
+
+fn two_files(x: &Path, y: &Path) {
+    file(x);
+    fs::write(y, "second").expect("write a fixture file");
+}
+
+fn content(path: &Path) -> String {
+    fs::read_to_string(path).unwrap_or_default()
+}
+
+fn starts_landed(path: &Path) -> bool {
+    content(path).starts_with("landed")
+}
+
+fn emptied(path: &Path) -> bool {
+    fs::metadata(path).is_ok_and(|m| m.len() == 0)
+}
+
+fn exists(path: &Path) -> bool {
+    fs::symlink_metadata(path).is_ok()
+}
+
+/// Whether `path` is there, not followed, and of the kind `kind` says.
+fn is(path: &Path, kind: fn(&fs::FileType) -> bool) -> bool {
+    fs::symlink_metadata(path).is_ok_and(|m| kind(&m.file_type()))
+}
+
+fn moved(from: &Path, to: &Path) -> bool {
+    !exists(from) && content(to) == ORIGINAL
+}
+
+fn swapped(x: &Path, y: &Path) -> bool {
+    content(x) == "second" && content(y) == ORIGINAL
+}
