@@ -5,7 +5,7 @@
 use std::ffi::{OsStr, OsString};
 use std::fmt;
 use std::os::unix::ffi::{OsStrExt, OsStringExt};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::rc::Rc;
 
 /// The two halves of every route: the table's two columns.
@@ -188,7 +188,7 @@ impl Span {
 
 /// One attempt over `P`: the directories of a symmetric route ([`Dirs`])
 /// or all of an attempt's [`Places`].
-pub(super) struct Case<P> {
+pub(super) struct Case<P: ?Sized> {
     /// Run unconfined before the attempt.
     pub(super) setup: fn(&P),
     /// Run in the child, confined unless the route's granted side is an
@@ -204,21 +204,26 @@ pub(super) struct Case<P> {
     pub(super) explain: Option<fn(&P) -> Vec<PathBuf>>,
 }
 
+/// The name a one-file route works on, in its directory.
+const FILE: &str = "f";
+
 /// How a route's two sides are tried.
 pub(super) enum Tried {
-    /// One operation, over directories in the roots (granted) and outside
-    /// them (refused), as [`Span`] says.
+    /// One operation on one file, [`FILE`] in the project (granted) or
+    /// outside the roots (refused).
+    OnAFile {
+        case: Case<Path>,
+        trace: Option<fn(&Path) -> bool>,
+        /// The unconfined parent opens the file for writing before the
+        /// sandbox and hands it down as [`super::syscalls::INHERITED_FD`]:
+        /// the route is that descriptor.
+        inherited: bool,
+    },
+    /// One operation over the two directories [`Span`] gives each side.
     Symmetric {
         span: Span,
         case: Case<Dirs>,
-        /// Where the refused side looks for any trace of the write, when
-        /// that is wider than `case.landed`, which asks for the write the
-        /// granted side must make exactly.
         trace: Option<fn(&Dirs) -> bool>,
-        /// The file the unconfined parent opens for writing before the
-        /// sandbox and hands down as [`super::syscalls::INHERITED_FD`]:
-        /// the route is that descriptor.
-        inherited: Option<fn(&Dirs) -> PathBuf>,
     },
     /// The same attempt on both sides: the granted one is an unconfined
     /// control ([`Route::with_unconfined_control`]).
@@ -228,6 +233,34 @@ pub(super) enum Tried {
         granted: Case<Places>,
         refused: Case<Places>,
     },
+}
+
+/// What the refused side of a symmetric route looks at for any trace of
+/// the write, when that is wider than `landed`, which asks for the exact
+/// write the granted side must make: a [`Path`] for a one-file route, the
+/// [`Dirs`] for a two-directory one.
+pub(super) trait Traced {
+    fn set_trace(tried: &mut Tried, trace: fn(&Self) -> bool) -> bool;
+}
+
+impl Traced for Path {
+    fn set_trace(tried: &mut Tried, trace: fn(&Path) -> bool) -> bool {
+        let Tried::OnAFile { trace: t, .. } = tried else {
+            return false;
+        };
+        *t = Some(trace);
+        true
+    }
+}
+
+impl Traced for Dirs {
+    fn set_trace(tried: &mut Tried, trace: fn(&Dirs) -> bool) -> bool {
+        let Tried::Symmetric { trace: t, .. } = tried else {
+            return false;
+        };
+        *t = Some(trace);
+        true
+    }
 }
 
 /// A write route: one row of the table.
@@ -261,6 +294,30 @@ impl Route {
         }
     }
 
+    /// A route of one operation on one file: `setup` prepares it, then
+    /// `attempt` writes it, and `landed` sees the write. Explain is asked
+    /// about the file.
+    pub(super) fn on_a_file(
+        name: &'static str,
+        what: [&'static str; 2],
+        setup: fn(&Path),
+        attempt: fn(&Path) -> Result<(), i32>,
+        landed: fn(&Path) -> bool,
+    ) -> Route {
+        let case = Case {
+            setup,
+            attempt,
+            landed: Some(landed),
+            explain: Some(|file| vec![file.to_path_buf()]),
+        };
+        let tried = Tried::OnAFile {
+            case,
+            trace: None,
+            inherited: false,
+        };
+        Route::new(name, what, tried)
+    }
+
     /// A route of one operation over `span`'s directories.
     pub(super) fn symmetric(
         name: &'static str,
@@ -272,28 +329,37 @@ impl Route {
             span,
             case,
             trace: None,
-            inherited: None,
         };
         Route::new(name, what, tried)
     }
 
     /// The refused side of this symmetric route looks for `trace`.
-    pub(super) fn tracing(mut self, trace: fn(&Dirs) -> bool) -> Route {
+    pub(super) fn tracing<P: Traced + ?Sized>(mut self, trace: fn(&P) -> bool) -> Route {
+        assert!(
+            P::set_trace(&mut self.tried, trace),
+            "{}: a trace for another kind of route",
+            self.name
+        );
+        self
+    }
+
+    /// This one-file route is not about a path: explain is not asked.
+    pub(super) fn not_about_a_path(mut self) -> Route {
         match &mut self.tried {
-            Tried::Symmetric { trace: t, .. } => *t = Some(trace),
-            _ => panic!("{}: only a symmetric route has a trace", self.name),
+            Tried::OnAFile { case, .. } => case.explain = None,
+            _ => panic!("{}: only a one-file route is built with explain", self.name),
         }
         self
     }
 
-    /// This symmetric route writes through a descriptor the parent opened
-    /// on `file` before the sandbox.
-    pub(super) fn through_inherited(mut self, file: fn(&Dirs) -> PathBuf) -> Route {
+    /// This one-file route writes through a descriptor the parent opened
+    /// on the file before the sandbox.
+    pub(super) fn through_inherited(mut self) -> Route {
         match &mut self.tried {
-            Tried::Symmetric { inherited, .. } => *inherited = Some(file),
-            _ => panic!("{}: only a symmetric route inherits a file", self.name),
+            Tried::OnAFile { inherited, .. } => *inherited = true,
+            _ => panic!("{}: only a one-file route inherits its file", self.name),
         }
-        self
+        self.not_about_a_path()
     }
 
     pub(super) fn needing_root(self) -> Route {
@@ -332,21 +398,20 @@ impl Route {
     /// One side of this route over `places`.
     pub(super) fn trial(&self, side: Side, places: &Places) -> Trial {
         match &self.tried {
-            Tried::Symmetric {
-                span,
+            Tried::OnAFile {
                 case,
                 trace,
                 inherited,
             } => {
-                let dirs = Rc::new(span.dirs(side, places));
-                let landed = match (side, trace) {
-                    (Side::Refused, Some(trace)) => Some(*trace),
-                    _ => case.landed,
-                };
+                let file: Rc<Path> = Span::OneDirectory.dirs(side, places).here.join(FILE).into();
                 Trial {
-                    inherited: inherited.map(|file| file(&dirs)),
-                    ..Trial::over(&Case { landed, ..*case }, &dirs)
+                    inherited: inherited.then(|| file.to_path_buf()),
+                    ..Trial::over(&case.traced(side, *trace), &file)
                 }
+            }
+            Tried::Symmetric { span, case, trace } => {
+                let dirs = Rc::new(span.dirs(side, places));
+                Trial::over(&case.traced(side, *trace), &dirs)
             }
             Tried::Same(case) => Trial::over(case, &Rc::new(places.clone())),
             Tried::Paired { granted, refused } => {
@@ -360,13 +425,25 @@ impl Route {
     }
 }
 
-impl<P> Clone for Case<P> {
+impl<P: ?Sized> Case<P> {
+    /// This case as `side` runs it: the refused side checks for `trace`,
+    /// when there is one, instead of `landed`.
+    fn traced(&self, side: Side, trace: Option<fn(&P) -> bool>) -> Case<P> {
+        let landed = match (side, trace) {
+            (Side::Refused, Some(trace)) => Some(trace),
+            _ => self.landed,
+        };
+        Case { landed, ..*self }
+    }
+}
+
+impl<P: ?Sized> Clone for Case<P> {
     fn clone(&self) -> Self {
         *self
     }
 }
 
-impl<P> Copy for Case<P> {}
+impl<P: ?Sized> Copy for Case<P> {}
 
 /// One side of a route, bound to its directories.
 pub(super) struct Trial {
@@ -379,19 +456,18 @@ pub(super) struct Trial {
 }
 
 impl Trial {
-    fn over<P: 'static>(case: &Case<P>, at: &Rc<P>) -> Trial {
-        let bind = |at: &Rc<P>| Rc::clone(at);
+    fn over<P: ?Sized + 'static>(case: &Case<P>, at: &Rc<P>) -> Trial {
         let (setup, attempt) = (case.setup, case.attempt);
-        let (at1, at2) = (bind(at), bind(at));
+        let (setup_at, attempt_at) = (Rc::clone(at), Rc::clone(at));
         Trial {
-            setup: Box::new(move || setup(&at1)),
-            attempt: Box::new(move || attempt(&at2)),
+            setup: Box::new(move || setup(&setup_at)),
+            attempt: Box::new(move || attempt(&attempt_at)),
             landed: case.landed.map(|landed| {
-                let at = bind(at);
+                let at = Rc::clone(at);
                 Box::new(move || landed(&at)) as Box<dyn Fn() -> bool>
             }),
             explain: case.explain.map(|explain| {
-                let at = bind(at);
+                let at = Rc::clone(at);
                 Box::new(move || explain(&at)) as Box<dyn Fn() -> Vec<PathBuf>>
             }),
             inherited: None,

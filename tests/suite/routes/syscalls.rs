@@ -323,10 +323,14 @@ pub(super) fn cwd_of_a_child_in_the_sandbox(dir: &Path) -> Result<(), i32> {
     result
 }
 
-pub(super) fn self_cwd(dir: &Path) -> Result<(), i32> {
+/// Creates `file` through `/proc/self/cwd`, from its directory.
+pub(super) fn self_cwd(file: &Path) -> Result<(), i32> {
+    let (Some(dir), Some(name)) = (file.parent(), file.file_name()) else {
+        return Err(libc::EINVAL);
+    };
     as_errno(std::env::set_current_dir(dir))?;
     open_write(
-        Path::new("/proc/self/cwd/via-cwd"),
+        &Path::new("/proc/self/cwd").join(name),
         libc::O_WRONLY | libc::O_CREAT | libc::O_EXCL,
     )
 }

@@ -5,7 +5,7 @@
 
 use std::fs;
 use std::io::{Read, Seek};
-use std::os::unix::fs::{FileTypeExt, MetadataExt, PermissionsExt, symlink};
+use std::os::unix::fs::{MetadataExt, PermissionsExt, symlink};
 use std::os::unix::net::UnixListener;
 use std::path::{Path, PathBuf};
 
@@ -38,90 +38,57 @@ const METADATA: [&str; 2] = [
 pub(super) fn routes() -> Vec<Route> {
     use Span::{IntoTheProject, OneDirectory, OutOfTheProject, TwoDirectories};
     vec![
-        Route::symmetric(
+        Route::on_a_file(
             "`open(O_WRONLY)` an existing file",
             IN_PROJECT_OR_OUTSIDE,
-            OneDirectory,
-            Case {
-                setup: |d| file(&d.here.join("f")),
-                attempt: |d| open_write(&d.here.join("f"), libc::O_WRONLY),
-                landed: Some(|d| starts_landed(&d.here.join("f"))),
-                explain: Some(|d| vec![d.here.join("f")]),
-            },
+            file,
+            |f| open_write(f, libc::O_WRONLY),
+            starts_landed,
         ),
-        Route::symmetric(
+        Route::on_a_file(
             "`open(O_RDWR)` an existing file",
             IN_PROJECT_OR_OUTSIDE,
-            OneDirectory,
-            Case {
-                setup: |d| file(&d.here.join("f")),
-                attempt: |d| open_write(&d.here.join("f"), libc::O_RDWR),
-                landed: Some(|d| starts_landed(&d.here.join("f"))),
-                explain: Some(|d| vec![d.here.join("f")]),
-            },
+            file,
+            |f| open_write(f, libc::O_RDWR),
+            starts_landed,
         ),
-        Route::symmetric(
+        Route::on_a_file(
             "`open(O_CREAT)` a new file",
             IN_PROJECT_OR_OUTSIDE,
-            OneDirectory,
-            Case {
-                setup: nothing,
-                attempt: |d| {
-                    open_write(
-                        &d.here.join("new"),
-                        libc::O_WRONLY | libc::O_CREAT | libc::O_EXCL,
-                    )
-                },
-                landed: Some(|d| exists(&d.here.join("new"))),
-                explain: Some(|d| vec![d.here.join("new")]),
-            },
+            nothing,
+            |f| open_write(f, libc::O_WRONLY | libc::O_CREAT | libc::O_EXCL),
+            exists,
         ),
-        Route::symmetric(
+        Route::on_a_file(
             "`open(O_WRONLY|O_TRUNC)`",
             IN_PROJECT_OR_OUTSIDE,
-            OneDirectory,
-            Case {
-                setup: |d| file(&d.here.join("f")),
-                attempt: |d| open_fd(&d.here.join("f"), libc::O_WRONLY | libc::O_TRUNC).map(drop),
-                landed: Some(|d| emptied(&d.here.join("f"))),
-                explain: Some(|d| vec![d.here.join("f")]),
-            },
+            file,
+            |f| open_fd(f, libc::O_WRONLY | libc::O_TRUNC).map(drop),
+            emptied,
         ),
-        Route::symmetric(
+        Route::on_a_file(
             "`open(O_RDONLY|O_TRUNC)`: truncation by a read-only open",
             IN_PROJECT_OR_OUTSIDE,
-            OneDirectory,
-            Case {
-                setup: |d| file(&d.here.join("f")),
-                attempt: |d| open_fd(&d.here.join("f"), libc::O_RDONLY | libc::O_TRUNC).map(drop),
-                landed: Some(|d| emptied(&d.here.join("f"))),
-                explain: Some(|d| vec![d.here.join("f")]),
-            },
+            file,
+            |f| open_fd(f, libc::O_RDONLY | libc::O_TRUNC).map(drop),
+            emptied,
         ),
-        Route::symmetric(
+        Route::on_a_file(
             "`open(O_APPEND)`",
             IN_PROJECT_OR_OUTSIDE,
-            OneDirectory,
-            Case {
-                setup: |d| file(&d.here.join("f")),
-                attempt: |d| open_write(&d.here.join("f"), libc::O_WRONLY | libc::O_APPEND),
-                landed: Some(|d| content(&d.here.join("f")) == "originallanded"),
-                explain: Some(|d| vec![d.here.join("f")]),
-            },
+            file,
+            |f| open_write(f, libc::O_WRONLY | libc::O_APPEND),
+            |f| content(f) == "originallanded",
         )
-        .tracing(|d| content(&d.here.join("f")) != ORIGINAL),
-        Route::symmetric(
+        .tracing(|f: &Path| content(f) != ORIGINAL),
+        Route::on_a_file(
             "`open(O_TMPFILE)` then `linkat` to name it",
             IN_PROJECT_OR_OUTSIDE,
-            OneDirectory,
-            Case {
-                setup: nothing,
-                attempt: |d| tmpfile_linked(&d.here, &d.here.join("named")),
-                landed: Some(|d| starts_landed(&d.here.join("named"))),
-                explain: Some(|d| vec![d.here.join("named")]),
-            },
+            nothing,
+            |f| tmpfile_linked(dir_of(f), f),
+            starts_landed,
         )
-        .tracing(|d| exists(&d.here.join("named"))),
+        .tracing(exists),
         Route::symmetric(
             "`O_TMPFILE` in a root, `linkat` into another place",
             ["into the second root", "into a directory outside the roots"],
@@ -133,123 +100,50 @@ pub(super) fn routes() -> Vec<Route> {
                 explain: Some(|d| vec![d.here.clone(), d.there.join("named")]),
             },
         )
-        .tracing(|d| exists(&d.there.join("named"))),
-        Route::symmetric(
+        .tracing(|d: &Dirs| exists(&d.there.join("named"))),
+        Route::on_a_file(
             "`truncate(2)` by path",
             IN_PROJECT_OR_OUTSIDE,
-            OneDirectory,
-            Case {
-                setup: |d| file(&d.here.join("f")),
-                attempt: |d| truncate(&d.here.join("f")),
-                landed: Some(|d| emptied(&d.here.join("f"))),
-                explain: Some(|d| vec![d.here.join("f")]),
-            },
+            file,
+            truncate,
+            emptied,
         ),
-        Route::symmetric(
+        Route::on_a_file(
             "`unlink` a file",
             IN_PROJECT_OR_OUTSIDE,
-            OneDirectory,
-            Case {
-                setup: |d| file(&d.here.join("f")),
-                attempt: |d| as_errno(fs::remove_file(d.here.join("f"))),
-                landed: Some(|d| !exists(&d.here.join("f"))),
-                explain: Some(|d| vec![d.here.join("f")]),
-            },
+            file,
+            |f| as_errno(fs::remove_file(f)),
+            |f| !exists(f),
         ),
-        Route::symmetric(
+        Route::on_a_file(
             "`rmdir` an empty directory",
             IN_PROJECT_OR_OUTSIDE,
-            OneDirectory,
-            Case {
-                setup: |d| fs::create_dir(d.here.join("d")).expect("mkdir"),
-                attempt: |d| as_errno(fs::remove_dir(d.here.join("d"))),
-                landed: Some(|d| !exists(&d.here.join("d"))),
-                explain: Some(|d| vec![d.here.join("d")]),
-            },
+            |f| fs::create_dir(f).expect("mkdir"),
+            |f| as_errno(fs::remove_dir(f)),
+            |f| !exists(f),
         ),
-        Route::symmetric(
+        Route::on_a_file(
             "`mkdir`",
             IN_PROJECT_OR_OUTSIDE,
-            OneDirectory,
-            Case {
-                setup: nothing,
-                attempt: |d| as_errno(fs::create_dir(d.here.join("d"))),
-                landed: Some(|d| exists(&d.here.join("d"))),
-                explain: Some(|d| vec![d.here.join("d")]),
-            },
+            nothing,
+            |f| as_errno(fs::create_dir(f)),
+            exists,
         ),
-        Route::symmetric(
-            "`mknod` a fifo",
-            IN_PROJECT_OR_OUTSIDE,
-            OneDirectory,
-            Case {
-                setup: nothing,
-                attempt: |d| mknod(&d.here.join("fifo"), libc::S_IFIFO, 0),
-                landed: Some(|d| is(&d.here.join("fifo"), fs::FileType::is_fifo)),
-                explain: Some(|d| vec![d.here.join("fifo")]),
-            },
-        )
-        .tracing(|d| exists(&d.here.join("fifo"))),
-        Route::symmetric(
-            "`mknod` a socket",
-            IN_PROJECT_OR_OUTSIDE,
-            OneDirectory,
-            Case {
-                setup: nothing,
-                attempt: |d| mknod(&d.here.join("sock"), libc::S_IFSOCK, 0),
-                landed: Some(|d| is(&d.here.join("sock"), fs::FileType::is_socket)),
-                explain: Some(|d| vec![d.here.join("sock")]),
-            },
-        )
-        .tracing(|d| exists(&d.here.join("sock"))),
-        Route::symmetric(
+        mknod_route::<{ libc::S_IFIFO }, 0, 0>("`mknod` a fifo"),
+        mknod_route::<{ libc::S_IFSOCK }, 0, 0>("`mknod` a socket"),
+        mknod_route::<{ libc::S_IFCHR }, 0, 0>(
             "`mknod` a whiteout (char device 0:0, no CAP_MKNOD needed)",
-            IN_PROJECT_OR_OUTSIDE,
-            OneDirectory,
-            Case {
-                setup: nothing,
-                attempt: |d| mknod(&d.here.join("wh"), libc::S_IFCHR, 0),
-                landed: Some(|d| is(&d.here.join("wh"), fs::FileType::is_char_device)),
-                explain: Some(|d| vec![d.here.join("wh")]),
-            },
-        )
-        .tracing(|d| exists(&d.here.join("wh"))),
-        Route::symmetric(
-            "`mknod` a char device (1:3, CAP_MKNOD)",
-            IN_PROJECT_OR_OUTSIDE,
-            OneDirectory,
-            Case {
-                setup: nothing,
-                attempt: |d| mknod(&d.here.join("null"), libc::S_IFCHR, libc::makedev(1, 3)),
-                landed: Some(|d| is(&d.here.join("null"), fs::FileType::is_char_device)),
-                explain: Some(|d| vec![d.here.join("null")]),
-            },
-        )
-        .tracing(|d| exists(&d.here.join("null")))
-        .needing_root(),
-        Route::symmetric(
-            "`mknod` a block device (7:0, CAP_MKNOD)",
-            IN_PROJECT_OR_OUTSIDE,
-            OneDirectory,
-            Case {
-                setup: nothing,
-                attempt: |d| mknod(&d.here.join("loop"), libc::S_IFBLK, libc::makedev(7, 0)),
-                landed: Some(|d| is(&d.here.join("loop"), fs::FileType::is_block_device)),
-                explain: Some(|d| vec![d.here.join("loop")]),
-            },
-        )
-        .tracing(|d| exists(&d.here.join("loop")))
-        .needing_root(),
-        Route::symmetric(
+        ),
+        mknod_route::<{ libc::S_IFCHR }, 1, 3>("`mknod` a char device (1:3, CAP_MKNOD)")
+            .needing_root(),
+        mknod_route::<{ libc::S_IFBLK }, 7, 0>("`mknod` a block device (7:0, CAP_MKNOD)")
+            .needing_root(),
+        Route::on_a_file(
             "`symlink`",
             IN_PROJECT_OR_OUTSIDE,
-            OneDirectory,
-            Case {
-                setup: nothing,
-                attempt: |d| as_errno(symlink("/etc/passwd", d.here.join("link"))),
-                landed: Some(|d| exists(&d.here.join("link"))),
-                explain: Some(|d| vec![d.here.join("link")]),
-            },
+            nothing,
+            |f| as_errno(symlink("/etc/passwd", f)),
+            exists,
         ),
         Route::symmetric(
             "`link` (a hard link)",
@@ -358,27 +252,19 @@ pub(super) fn routes() -> Vec<Route> {
                 },
             },
         ),
-        Route::symmetric(
+        Route::on_a_file(
             "`/proc/self/fd/N` of a read-only descriptor, re-opened for writing",
             ["a file in the project", "a file outside the roots"],
-            OneDirectory,
-            Case {
-                setup: |d| file(&d.here.join("f")),
-                attempt: |d| reopen_for_writing(&d.here.join("f")),
-                landed: Some(|d| starts_landed(&d.here.join("f"))),
-                explain: Some(|d| vec![d.here.join("f")]),
-            },
+            file,
+            reopen_for_writing,
+            starts_landed,
         ),
-        Route::symmetric(
+        Route::on_a_file(
             "`/proc/self/cwd`",
             ["cwd in the project", "cwd outside the roots"],
-            OneDirectory,
-            Case {
-                setup: nothing,
-                attempt: |d| self_cwd(&d.here),
-                landed: Some(|d| exists(&d.here.join("via-cwd"))),
-                explain: Some(|d| vec![d.here.join("via-cwd")]),
-            },
+            nothing,
+            self_cwd,
+            exists,
         ),
         Route::new(
             "`/proc/<pid>/cwd` of another process",
@@ -489,16 +375,12 @@ pub(super) fn routes() -> Vec<Route> {
             OutOfTheProject,
             RENAME_EXCHANGE,
         ),
-        Route::symmetric(
+        Route::on_a_file(
             "`bind` a unix socket",
             IN_PROJECT_OR_OUTSIDE,
-            OneDirectory,
-            Case {
-                setup: nothing,
-                attempt: |d| as_errno(UnixListener::bind(d.here.join("sock")).map(drop)),
-                landed: Some(|d| exists(&d.here.join("sock"))),
-                explain: Some(|d| vec![d.here.join("sock")]),
-            },
+            nothing,
+            |f| as_errno(UnixListener::bind(f).map(drop)),
+            exists,
         ),
         Route::new(
             "`mount` a tmpfs",
@@ -607,68 +489,62 @@ pub(super) fn routes() -> Vec<Route> {
                 },
             },
         ),
-        Route::symmetric(
+        Route::on_a_file(
             "a descriptor opened for writing before the sandbox (inherited)",
             [
                 "of a file in the project",
                 "of a file outside: lands (Landlock checks at open, not at write)",
             ],
-            OneDirectory,
-            Case {
-                setup: |d| file(&d.here.join("f")),
-                attempt: |_| write_inherited(),
-                landed: Some(|d| starts_landed(&d.here.join("f"))),
-                explain: None,
-            },
+            file,
+            |_| write_inherited(),
+            starts_landed,
         )
-        .through_inherited(|d| d.here.join("f"))
+        .through_inherited()
         .not_confined_by_landlock(),
-        Route::symmetric(
+        Route::on_a_file(
             "`chmod`",
             METADATA,
-            OneDirectory,
-            Case {
-                setup: |d| file(&d.here.join("f")),
-                attempt: |d| {
-                    let mode = fs::Permissions::from_mode(0o600);
-                    as_errno(fs::set_permissions(d.here.join("f"), mode))
-                },
-                landed: Some(|d| {
-                    fs::metadata(d.here.join("f")).is_ok_and(|m| m.mode() & 0o777 == 0o600)
-                }),
-                explain: None,
-            },
+            file,
+            |f| as_errno(fs::set_permissions(f, fs::Permissions::from_mode(0o600))),
+            |f| fs::metadata(f).is_ok_and(|m| m.mode() & 0o777 == 0o600),
         )
+        .not_about_a_path()
         .not_confined_by_landlock(),
-        Route::symmetric(
-            "`utimensat` (timestamps)",
-            METADATA,
-            OneDirectory,
-            Case {
-                setup: |d| file(&d.here.join("f")),
-                attempt: |d| set_mtime(&d.here.join("f")),
-                landed: Some(|d| fs::metadata(d.here.join("f")).is_ok_and(|m| m.mtime() == 12345)),
-                explain: None,
-            },
-        )
+        Route::on_a_file("`utimensat` (timestamps)", METADATA, file, set_mtime, |f| {
+            fs::metadata(f).is_ok_and(|m| m.mtime() == 12345)
+        })
+        .not_about_a_path()
         .not_confined_by_landlock(),
-        Route::symmetric(
+        Route::on_a_file(
             "`setxattr` (extended attributes)",
             METADATA,
-            OneDirectory,
-            Case {
-                setup: |d| file(&d.here.join("f")),
-                attempt: |d| setxattr(&d.here.join("f")),
-                landed: Some(|d| has_xattr(&d.here.join("f"))),
-                explain: None,
-            },
+            file,
+            setxattr,
+            has_xattr,
         )
+        .not_about_a_path()
         .not_confined_by_landlock(),
     ]
 }
 
 // ---------------------------------------------------------------------------
 // Operations several rows share, and the setups and checks, run unconfined.
+
+/// `mknod` a node of type `KIND` (`S_IFIFO`, …), device `MAJOR:MINOR`;
+/// where it must land it must be of that type, where it must not nothing
+/// may be there.
+fn mknod_route<const KIND: libc::mode_t, const MAJOR: u32, const MINOR: u32>(
+    name: &'static str,
+) -> Route {
+    Route::on_a_file(
+        name,
+        IN_PROJECT_OR_OUTSIDE,
+        nothing,
+        |f| mknod(f, KIND, libc::makedev(MAJOR, MINOR)),
+        |f| fs::symlink_metadata(f).is_ok_and(|m| m.mode() & libc::S_IFMT == KIND),
+    )
+    .tracing(exists)
+}
 
 /// `rename(here/f, there/g)`.
 const RENAME: Case<Dirs> = Case {
@@ -719,7 +595,13 @@ fn target_memory(p: &Places) -> [u8; 8] {
     out
 }
 
-fn nothing<P>(_: &P) {}
+fn nothing<P: ?Sized>(_: &P) {}
+
+/// The directory a one-file route's file is in.
+fn dir_of(file: &Path) -> &Path {
+    file.parent()
+        .expect("a one-file route's file is in a directory")
+}
 
 fn file(path: &Path) {
     fs::write(path, ORIGINAL).expect("write a fixture file");
@@ -744,11 +626,6 @@ fn emptied(path: &Path) -> bool {
 
 fn exists(path: &Path) -> bool {
     fs::symlink_metadata(path).is_ok()
-}
-
-/// Whether `path` is there, not followed, and of the kind `kind` says.
-fn is(path: &Path, kind: fn(&fs::FileType) -> bool) -> bool {
-    fs::symlink_metadata(path).is_ok_and(|m| kind(&m.file_type()))
 }
 
 fn moved(from: &Path, to: &Path) -> bool {
