@@ -259,28 +259,45 @@ pub(super) fn ptrace_child_in_the_sandbox() -> Result<(), i32> {
     attached
 }
 
-pub(super) fn write_mem(pid: i32, addr: usize) -> Result<(), i32> {
-    let fd = open_fd(Path::new(&format!("/proc/{pid}/mem")), libc::O_RDWR)?;
-    let offset = libc::off_t::try_from(addr).map_err(|_| libc::EOVERFLOW)?;
-    // SAFETY: MARK is valid for its length; the kernel writes the other
-    // process's memory, not ours.
-    let n = unsafe { libc::pwrite(fd.as_raw_fd(), MARK.as_ptr().cast(), MARK.len(), offset) };
-    if n < 0 { Err(errno()) } else { Ok(()) }
+/// A way of writing another process's memory.
+pub(super) trait WritesMemory {
+    /// Writes [`MARK`] at `addr` in process `pid`.
+    fn write(pid: i32, addr: usize) -> Result<(), i32>;
 }
 
-pub(super) fn vm_write(pid: i32, addr: usize) -> Result<(), i32> {
-    let local = libc::iovec {
-        iov_base: MARK.as_ptr().cast_mut().cast(),
-        iov_len: MARK.len(),
-    };
-    let remote = libc::iovec {
-        iov_base: addr as *mut libc::c_void,
-        iov_len: MARK.len(),
-    };
-    // SAFETY: the local iovec points at MARK, valid for its length and
-    // only read; the remote one is written in the other process.
-    let n = unsafe { libc::process_vm_writev(pid, &raw const local, 1, &raw const remote, 1, 0) };
-    if n < 0 { Err(errno()) } else { Ok(()) }
+/// Through `/proc/<pid>/mem`.
+pub(super) struct ProcPidMem;
+
+impl WritesMemory for ProcPidMem {
+    fn write(pid: i32, addr: usize) -> Result<(), i32> {
+        let fd = open_fd(Path::new(&format!("/proc/{pid}/mem")), libc::O_RDWR)?;
+        let offset = libc::off_t::try_from(addr).map_err(|_| libc::EOVERFLOW)?;
+        // SAFETY: MARK is valid for its length; the kernel writes the other
+        // process's memory, not ours.
+        let n = unsafe { libc::pwrite(fd.as_raw_fd(), MARK.as_ptr().cast(), MARK.len(), offset) };
+        if n < 0 { Err(errno()) } else { Ok(()) }
+    }
+}
+
+/// With `process_vm_writev`.
+pub(super) struct ProcessVmWritev;
+
+impl WritesMemory for ProcessVmWritev {
+    fn write(pid: i32, addr: usize) -> Result<(), i32> {
+        let local = libc::iovec {
+            iov_base: MARK.as_ptr().cast_mut().cast(),
+            iov_len: MARK.len(),
+        };
+        let remote = libc::iovec {
+            iov_base: addr as *mut libc::c_void,
+            iov_len: MARK.len(),
+        };
+        // SAFETY: the local iovec points at MARK, valid for its length and
+        // only read; the remote one is written in the other process.
+        let n =
+            unsafe { libc::process_vm_writev(pid, &raw const local, 1, &raw const remote, 1, 0) };
+        if n < 0 { Err(errno()) } else { Ok(()) }
+    }
 }
 
 /// Forks a child and writes [`MARK`] into its copy of [`BUF`] with

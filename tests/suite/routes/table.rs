@@ -11,10 +11,10 @@ use std::path::{Path, PathBuf};
 
 use super::route::{Case, Dirs, Places, Route, Span, Tried};
 use super::syscalls::{
-    MARK, as_errno, cwd_of_a_child_in_the_sandbox, has_xattr, mem_of_a_child, mknod,
-    mount_in_own_namespace, open_fd, open_write, ptrace_attach, ptrace_child_in_the_sandbox,
-    renameat2, reopen_for_writing, self_cwd, set_mtime, setxattr, tmpfile_linked, tracer_of,
-    truncate, vm_write, write_inherited, write_mem,
+    MARK, ProcPidMem, ProcessVmWritev, WritesMemory, as_errno, cwd_of_a_child_in_the_sandbox,
+    has_xattr, mem_of_a_child, mknod, mount_in_own_namespace, open_fd, open_write, ptrace_attach,
+    ptrace_child_in_the_sandbox, renameat2, reopen_for_writing, self_cwd, set_mtime, setxattr,
+    tmpfile_linked, tracer_of, truncate, write_inherited,
 };
 
 const ORIGINAL: &str = "original";
@@ -149,12 +149,7 @@ pub(super) fn routes() -> Vec<Route> {
             "`link` (a hard link)",
             ["within the project", "within a directory outside"],
             OneDirectory,
-            Case {
-                setup: |d| file(&d.here.join("f")),
-                attempt: |d| as_errno(fs::hard_link(d.here.join("f"), d.here.join("hl"))),
-                landed: Some(|d| exists(&d.here.join("hl"))),
-                explain: Some(|d| vec![d.here.join("f"), d.here.join("hl")]),
-            },
+            HARD_LINK,
         ),
         Route::new(
             "a hard link in the project to a file outside",
@@ -205,26 +200,13 @@ pub(super) fn routes() -> Vec<Route> {
             "a symlink in the project, written through",
             SYMLINK_POINTING,
             OutOfTheProject,
-            Case {
-                setup: |d| {
-                    file(&d.there.join("f"));
-                    symlink(d.there.join("f"), d.here.join("link")).expect("symlink");
-                },
-                attempt: |d| open_write(&d.here.join("link"), libc::O_WRONLY),
-                landed: Some(|d| starts_landed(&d.there.join("f"))),
-                explain: Some(|d| vec![d.here.join("link")]),
-            },
+            THROUGH_A_SYMLINK,
         ),
         Route::symmetric(
             "a dangling symlink in the project, `O_CREAT` through it",
             SYMLINK_POINTING,
             OutOfTheProject,
-            Case {
-                setup: |d| symlink(d.there.join("new"), d.here.join("link")).expect("symlink"),
-                attempt: |d| open_write(&d.here.join("link"), libc::O_WRONLY | libc::O_CREAT),
-                landed: Some(|d| exists(&d.there.join("new"))),
-                explain: Some(|d| vec![d.here.join("link")]),
-            },
+            THROUGH_A_DANGLING_SYMLINK,
         ),
         Route::new(
             "`..` from a root",
@@ -445,49 +427,21 @@ pub(super) fn routes() -> Vec<Route> {
                 },
             },
         ),
-        Route::new(
+        memory_route::<ProcPidMem>(
             "write `/proc/<pid>/mem`",
             [
                 "unconfined control, of a child: lands (in the sandbox even its own children's \
                  mem file is refused: `/proc` is no root)",
                 "sandboxed, of an unconfined process of the same user",
             ],
-            Tried::Paired {
-                granted: Case {
-                    setup: nothing,
-                    attempt: |_| mem_of_a_child(write_mem),
-                    landed: None,
-                    explain: None,
-                },
-                refused: Case {
-                    setup: nothing,
-                    attempt: |p| write_mem(p.target.pid, p.target.buffer_address),
-                    landed: Some(|p| target_memory(p) == *MARK),
-                    explain: None,
-                },
-            },
         )
         .with_unconfined_control(),
-        Route::new(
+        memory_route::<ProcessVmWritev>(
             "`process_vm_writev` (another process's memory)",
             [
                 "of a child in the same sandbox",
                 "of an unconfined process of the same user",
             ],
-            Tried::Paired {
-                granted: Case {
-                    setup: nothing,
-                    attempt: |_| mem_of_a_child(vm_write),
-                    landed: None,
-                    explain: None,
-                },
-                refused: Case {
-                    setup: nothing,
-                    attempt: |p| vm_write(p.target.pid, p.target.buffer_address),
-                    landed: Some(|p| target_memory(p) == *MARK),
-                    explain: None,
-                },
-            },
         ),
         Route::on_a_file(
             "a descriptor opened for writing before the sandbox (inherited)",
@@ -546,6 +500,33 @@ fn mknod_route<const KIND: libc::mode_t, const MAJOR: u32, const MINOR: u32>(
     .tracing(exists)
 }
 
+/// A write to `there/f` through the symlink `here/link`.
+const THROUGH_A_SYMLINK: Case<Dirs> = Case {
+    setup: |d| {
+        file(&d.there.join("f"));
+        symlink(d.there.join("f"), d.here.join("link")).expect("symlink");
+    },
+    attempt: |d| open_write(&d.here.join("link"), libc::O_WRONLY),
+    landed: Some(|d| starts_landed(&d.there.join("f"))),
+    explain: Some(|d| vec![d.here.join("link")]),
+};
+
+/// `O_CREAT` of `there/new` through the dangling symlink `here/link`.
+const THROUGH_A_DANGLING_SYMLINK: Case<Dirs> = Case {
+    setup: |d| symlink(d.there.join("new"), d.here.join("link")).expect("symlink"),
+    attempt: |d| open_write(&d.here.join("link"), libc::O_WRONLY | libc::O_CREAT),
+    landed: Some(|d| exists(&d.there.join("new"))),
+    explain: Some(|d| vec![d.here.join("link")]),
+};
+
+/// `link(here/f, there/hl)`.
+const HARD_LINK: Case<Dirs> = Case {
+    setup: |d| file(&d.here.join("f")),
+    attempt: |d| as_errno(fs::hard_link(d.here.join("f"), d.there.join("hl"))),
+    landed: Some(|d| exists(&d.there.join("hl"))),
+    explain: Some(|d| vec![d.here.join("f"), d.there.join("hl")]),
+};
+
 /// `rename(here/f, there/g)`.
 const RENAME: Case<Dirs> = Case {
     attempt: |d| as_errno(fs::rename(d.here.join("f"), d.there.join("g"))),
@@ -573,6 +554,26 @@ const RENAME_EXCHANGE: Case<Dirs> = Case {
     landed: Some(|d| swapped(&d.here.join("f"), &d.there.join("g"))),
     explain: Some(|d| vec![d.here.join("f"), d.there.join("g")]),
 };
+
+/// A write of [`MARK`] into another process's memory with `W`: of a child
+/// (granted), of the unconfined target (refused).
+fn memory_route<W: WritesMemory>(name: &'static str, what: [&'static str; 2]) -> Route {
+    let tried = Tried::Paired {
+        granted: Case {
+            setup: nothing,
+            attempt: |_| mem_of_a_child(W::write),
+            landed: None,
+            explain: None,
+        },
+        refused: Case {
+            setup: nothing,
+            attempt: |p| W::write(p.target.pid, p.target.buffer_address),
+            landed: Some(|p| target_memory(p) == *MARK),
+            explain: None,
+        },
+    };
+    Route::new(name, what, tried)
+}
 
 fn linked_from_outside(p: &Places) {
     file(&p.project.join("f"));
