@@ -1,7 +1,8 @@
 //! The route table: each row one way of writing, in the order
 //! `doc/security.md` numbers them. A symmetric route states its operation
-//! once, over the directories [`Span`] gives each side; the rest state two
-//! attempts.
+//! once: on one file ([`Route::on_a_file`]: in the project, then outside the
+//! roots) or over the two directories a [`Span`] gives each side. The rest
+//! state their two attempts, or one attempt with an unconfined control.
 
 use std::fs;
 use std::io::{Read, Seek};
