@@ -1753,6 +1753,7 @@ fn every_write_route_lands_inside_and_is_refused_outside() {
     }
     let prepared = Policy {
         writable: vec![h.project.clone(), state.clone()],
+        ..Policy::default()
     }
     .prepare()
     .expect("prepare the route policy");
@@ -1971,6 +1972,7 @@ fn the_kernel_lands_exactly_the_writes_explain_grants() {
             t.base.join("file"),
             t.base.join("link_dir/sub/deep"),
         ],
+        ..Policy::default()
     }
     .prepare()
     .expect("prepare: this property needs Landlock");
