@@ -428,3 +428,47 @@ fn a_later_run_can_stop_a_server_an_earlier_run_started() {
         "the server started by the first run is still running"
     );
 }
+
+#[test]
+fn with_the_signal_scope_a_later_command_could_not_stop_that_server() {
+    // The evidence for leaving the signal scope out: a domain that asks for
+    // it cannot signal a process started outside it, which is what a
+    // server started by an earlier command is (each run its own domain).
+    super::support::in_child(
+        "suite::deputies::with_the_signal_scope_a_later_command_could_not_stop_that_server",
+        || {
+            use landlock::{ABI, AccessFs, Ruleset, RulesetAttr, Scope};
+            // Started before the domain exists: outside it. It ends by itself
+            // (this domain may not even kill it), and this process exits first.
+            #[allow(clippy::zombie_processes)]
+            let server = Command::new("sleep")
+                .arg("10")
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .expect("start a stand-in server");
+            Ruleset::default()
+                .handle_access(AccessFs::from_write(ABI::V3))
+                .and_then(|r| r.scope(Scope::Signal))
+                .and_then(Ruleset::create)
+                .and_then(|r| r.restrict_self())
+                .expect("a domain with the signal scope (ABI 6)");
+            let out = output(Command::new("kill").arg(server.id().to_string()));
+            assert!(!out.status.success(), "kill got through the signal scope");
+            assert!(
+                String::from_utf8_lossy(&out.stderr).contains("not permitted"),
+                "{}",
+                show(&out)
+            );
+        },
+    );
+    // Granted half: the same kill, without the scope, stops such a server.
+    let mut server = Command::new("sleep")
+        .arg("60")
+        .spawn()
+        .expect("start a stand-in server");
+    let out = output(Command::new("kill").arg(server.id().to_string()));
+    assert_success(&out);
+    let status = server.wait().expect("reap the server");
+    assert!(!status.success(), "the server was stopped by the kill");
+}
