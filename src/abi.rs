@@ -4,7 +4,7 @@
 //! the name of the feature, so that supporting a new ABI means adding a
 //! row to [`Feature`] and nothing else compares version numbers.
 
-use landlock::{AccessFs, BitFlags, make_bitflags};
+use landlock::{AccessFs, BitFlags, Scope, make_bitflags};
 
 /// A Landlock feature that arrived with a given ABI version.
 ///
@@ -144,6 +144,30 @@ impl Abi {
     pub(crate) fn file_access(self) -> BitFlags<AccessFs> {
         self.write_access() & make_bitflags!(AccessFs::{WriteFile | Truncate})
     }
+
+    /// The socket right this ABI can handle: `RESOLVE_UNIX` from ABI 9
+    /// (connecting to a pathname unix socket), nothing before. Granted on
+    /// the project, the state directory and named sockets only, never on
+    /// temporary space or caches, where tmux, X11 and editors keep theirs.
+    pub(crate) fn socket_access(self) -> BitFlags<AccessFs> {
+        if self.has(Feature::ResolveUnix) {
+            AccessFs::ResolveUnix.into()
+        } else {
+            BitFlags::EMPTY
+        }
+    }
+
+    /// The scopes this ABI can enforce that the sandbox asks for: abstract
+    /// unix sockets from ABI 6. The signal scope is left out on purpose
+    /// (`doc/security.md`: a later command could not stop a server an
+    /// earlier one started, and a signal writes nothing).
+    pub(crate) fn scopes(self) -> BitFlags<Scope> {
+        if self.has(Feature::Scopes) {
+            Scope::AbstractUnixSocket.into()
+        } else {
+            BitFlags::EMPTY
+        }
+    }
 }
 
 /// The variable that caps the probed ABI in test builds.
@@ -187,7 +211,17 @@ mod tests {
             );
             assert!(!handled.contains(AccessFs::IoctlDev));
             assert!(Abi(abi).file_access().iter().all(|a| handled.contains(a)));
+            assert!(!handled.contains(AccessFs::ResolveUnix));
         }
+    }
+
+    #[test]
+    fn sockets_and_scopes_arrive_with_their_abi() {
+        assert!(Abi(8).socket_access().is_empty());
+        assert_eq!(Abi(9).socket_access(), AccessFs::ResolveUnix);
+        assert!(Abi(5).scopes().is_empty());
+        assert_eq!(Abi(6).scopes(), Scope::AbstractUnixSocket);
+        assert!(!Abi(10).scopes().contains(Scope::Signal));
     }
 
     #[test]

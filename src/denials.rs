@@ -277,7 +277,7 @@ impl Prepared {
     /// use std::process::Command;
     /// use strument_sandbox::Policy;
     ///
-    /// let prepared = Policy { writable: vec!["/home/me/project".into()] }.prepare()?;
+    /// let prepared = Policy { writable: vec!["/home/me/project".into()], ..Policy::default() }.prepare()?;
     /// let audited = prepared.status_with_denials(Command::new("make").arg("install"))?;
     /// for denial in &audited.denials {
     ///     eprintln!("refused {:?} on {:?}", denial.blockers, denial.path);
@@ -298,6 +298,7 @@ impl Prepared {
         sys::confine_before_exec_with(
             cmd,
             std::sync::Arc::clone(&self.ruleset),
+            self.filter.clone(),
             sys::RESTRICT_SELF_LOG_NEW_EXEC_ON,
         );
         let mut child = cmd.spawn().map_err(DenialLogError::Spawn)?;

@@ -108,4 +108,13 @@ pub enum ApplyError {
     /// `prctl(PR_SET_NO_NEW_PRIVS)` or `landlock_restrict_self` failed.
     #[error("cannot enforce the Landlock ruleset: {0}")]
     Restrict(#[source] io::Error),
+    /// The seccomp filter that stops a confined command from typing into
+    /// the terminal (`TIOCSTI`, `TIOCLINUX`) could not be built or
+    /// installed. Without it an unconfined shell could run what the
+    /// command types, so Landlock is not enforced either.
+    #[error(
+        "refusing to run: cannot install the seccomp filter against terminal injection \
+         (ioctl TIOCSTI, TIOCLINUX): {0}; the kernel needs CONFIG_SECCOMP_FILTER"
+    )]
+    TerminalFilter(#[source] io::Error),
 }

@@ -93,7 +93,7 @@ impl Explanation {
     ///
     /// ```
     /// use strument_sandbox::Policy;
-    /// let report = Policy { writable: vec!["/tmp".into()] }.check()?;
+    /// let report = Policy { writable: vec!["/tmp".into()], ..Policy::default() }.check()?;
     /// assert!(report.explain("/tmp/new-file".as_ref())?.is_granted());
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
@@ -142,7 +142,7 @@ impl Report {
     /// use strument_sandbox::{Policy, Verdict};
     ///
     /// let project = tempfile::tempdir()?;
-    /// let report = Policy { writable: vec![project.path().to_path_buf()] }.check()?;
+    /// let report = Policy { writable: vec![project.path().to_path_buf()], ..Policy::default() }.check()?;
     ///
     /// let inside = report.explain(&project.path().join("src/../new.rs"))?;
     /// assert!(inside.is_granted());
@@ -351,6 +351,7 @@ mod tests {
                 t.base.join("lock"),
                 t.base.join("missing"),
             ],
+            ..Policy::default()
         }
         .check()
         .expect("check")
@@ -480,6 +481,7 @@ mod tests {
     fn the_filesystem_root_and_dotdot_above_it() {
         let r = Policy {
             writable: vec!["/".into()],
+            ..Policy::default()
         }
         .check()
         .expect("check");

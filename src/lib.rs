@@ -13,14 +13,15 @@
 //! threat model and what is not covered.
 //!
 //! ```no_run
-//! use strument_sandbox::{Policy, default_writable, probe};
+//! use strument_sandbox::{Policy, default_sockets, default_writable, probe};
 //!
 //! let availability = probe();
 //! if let Some(why) = &availability.error {
 //!     eprintln!("no sandbox: {why}; {}", why.hint());
 //! }
 //! let writable = default_writable("/home/me/project".as_ref(), None, &[])?;
-//! let report = Policy { writable }.apply()?; // refuses unless Landlock is there
+//! let sockets = default_sockets("/home/me/project".as_ref(), None);
+//! let report = Policy { writable, sockets }.apply()?; // refuses unless Landlock is there
 //! println!("writable: {:?}", report.granted_paths());
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
@@ -42,7 +43,10 @@ mod explain;
 pub mod fuzzing;
 mod policy;
 mod probe;
+mod services;
+mod sockets;
 mod sys;
+mod terminal;
 mod writable;
 
 pub use abi::Feature;
@@ -51,6 +55,8 @@ pub use error::{ApplyError, PolicyError};
 pub use explain::{ExplainError, Explanation, Verdict};
 pub use policy::{Granted, Policy, Prepared, Report, RootKind, SkipReason, Skipped, Warning};
 pub use probe::{Availability, Limitation, ProbeError, probe};
+pub use services::{Service, ServiceKind, reachable_services};
+pub use sockets::{GrantedSocket, SkippedSocket, Socket, SocketReason, default_sockets};
 pub use writable::{create_missing_caches, default_writable};
 
 // The README's examples are compiled (and type-checked) as doctests.

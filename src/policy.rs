@@ -16,10 +16,14 @@ use crate::abi::{self, Abi};
 
 use crate::error::{ApplyError, PolicyError};
 use crate::probe::{Availability, Limitation, probe};
+use crate::services::{Service, reachable_services};
+use crate::sockets::{self, GrantedSocket, SkippedSocket, Socket};
 use crate::sys;
+use crate::terminal::TerminalFilter;
 
-/// What the sandbox permits: a list of roots writes may land under.
-/// Reads and execution are never restricted.
+/// What the sandbox permits: a list of roots writes may land under, and
+/// the unix sockets a confined command may connect to. Reads and execution
+/// are never restricted.
 ///
 /// Each root must be an absolute path. Symlinks in it are followed when the
 /// policy is applied, exactly as the kernel follows them: the rule anchors
@@ -33,7 +37,7 @@ use crate::sys;
 /// use strument_sandbox::{Policy, default_writable};
 ///
 /// let writable = default_writable("/home/me/project".as_ref(), Some("/home/me/.local/state/strument".as_ref()), &[])?;
-/// let report = Policy { writable }.apply()?;
+/// let report = Policy { writable, ..Policy::default() }.apply()?;
 /// for skipped in &report.skipped {
 ///     eprintln!("not writable: {} ({})", skipped.path.display(), skipped.reason);
 /// }
@@ -43,6 +47,13 @@ use crate::sys;
 pub struct Policy {
     /// The roots writes are permitted under, absolute.
     pub writable: Vec<PathBuf>,
+    /// Where a confined command may connect to pathname unix sockets: a
+    /// socket file, or a directory for every socket beneath it. Enforced
+    /// from Landlock ABI 9 (Linux 7.1); sockets a confined command creates
+    /// itself stay reachable whatever this says. Empty means none: see
+    /// [`default_sockets`](crate::default_sockets) for the usual ones
+    /// (the project, the state directory, ssh-agent, gpg-agent).
+    pub sockets: Vec<Socket>,
 }
 
 /// What a root was found to be when it was opened.
@@ -202,6 +213,15 @@ pub struct Report {
     /// Whether every thread of the process is confined (TSYNC, ABI 8);
     /// otherwise the process had exactly one thread.
     pub all_threads: bool,
+    /// Sockets a confined command may connect to, in policy order. Before
+    /// ABI 9 every socket is reachable and these are listed for the record.
+    pub sockets: Vec<GrantedSocket>,
+    /// Sockets that grant nothing, with the reason.
+    pub skipped_sockets: Vec<SkippedSocket>,
+    /// Before ABI 9 only: the local services this user (and so a confined
+    /// command) can reach over unix sockets, each of which can write for
+    /// it. Empty from ABI 9, where the kernel closes the route.
+    pub reachable_services: Vec<Service>,
 }
 
 impl Report {
@@ -211,7 +231,7 @@ impl Report {
     ///
     /// ```
     /// use strument_sandbox::Policy;
-    /// let report = Policy { writable: vec!["/tmp".into(), "/no/such/dir".into()] }.check()?;
+    /// let report = Policy { writable: vec!["/tmp".into(), "/no/such/dir".into()], ..Policy::default() }.check()?;
     /// assert_eq!(report.granted_paths(), [std::path::Path::new("/tmp")]);
     /// # Ok::<(), strument_sandbox::PolicyError>(())
     /// ```
@@ -225,6 +245,12 @@ impl Report {
 struct OpenRoot {
     granted: Granted,
     fd: OwnedFd,
+}
+
+/// Everything a policy names, opened.
+struct OpenPolicy {
+    roots: Vec<OpenRoot>,
+    sockets: Vec<OpenRoot>,
 }
 
 impl Policy {
@@ -243,9 +269,9 @@ impl Policy {
     ///
     /// ```
     /// use strument_sandbox::{Policy, SkipReason};
-    /// let report = Policy { writable: vec!["/no/such/dir".into()] }.check()?;
+    /// let report = Policy { writable: vec!["/no/such/dir".into()], ..Policy::default() }.check()?;
     /// assert_eq!(report.skipped[0].reason, SkipReason::Missing);
-    /// assert!(Policy { writable: vec!["relative".into()] }.check().is_err());
+    /// assert!(Policy { writable: vec!["relative".into()], ..Policy::default() }.check().is_err());
     /// # Ok::<(), strument_sandbox::PolicyError>(())
     /// ```
     pub fn check(&self) -> Result<Report, PolicyError> {
@@ -270,6 +296,13 @@ impl Policy {
     /// directory root gets all of them, so renames and hard links between
     /// roots work and a hard link from outside into a root is refused.
     ///
+    /// Closed besides, so that no unconfined process writes for a confined
+    /// one: keystrokes pushed into the terminal (`ioctl` `TIOCSTI` and
+    /// `TIOCLINUX` fail with `EPERM`, a seccomp filter, every kernel);
+    /// abstract unix sockets outside the sandbox (ABI 6); pathname unix
+    /// sockets other than [`Policy::sockets`] and the command's own (ABI 9).
+    /// Before ABI 9 the report lists the services still reachable.
+    ///
     /// # Errors
     ///
     /// - [`ApplyError::Unavailable`] when [`probe`] finds no Landlock: this
@@ -278,14 +311,18 @@ impl Policy {
     /// - [`ApplyError::Threads`] in a multi-threaded process before ABI 8.
     /// - [`ApplyError::Ruleset`], [`ApplyError::Restrict`] when the kernel
     ///   refuses a syscall.
+    /// - [`ApplyError::TerminalFilter`] when the seccomp filter against
+    ///   terminal injection cannot be installed: then Landlock is not
+    ///   enforced either.
     ///
-    /// In every error case the process is left unconfined and unchanged.
+    /// In every error case writes are left unconfined. Only `no_new_privs`
+    /// and, if Landlock itself failed last, the terminal filter remain.
     ///
     /// # Examples
     ///
     /// ```no_run
     /// use strument_sandbox::Policy;
-    /// let report = Policy { writable: vec!["/home/me/project".into(), "/tmp".into()] }.apply()?;
+    /// let report = Policy { writable: vec!["/home/me/project".into(), "/tmp".into()], ..Policy::default() }.apply()?;
     /// assert!(report.abi >= 1);
     /// // From here on, this process and its children can write only there.
     /// # Ok::<(), strument_sandbox::ApplyError>(())
@@ -311,7 +348,7 @@ impl Policy {
     /// use std::process::Command;
     /// use strument_sandbox::Policy;
     ///
-    /// let prepared = Policy { writable: vec!["/home/me/project".into()] }.prepare()?;
+    /// let prepared = Policy { writable: vec!["/home/me/project".into()], ..Policy::default() }.prepare()?;
     /// let mut cmd = Command::new("make");
     /// prepared.confine(&mut cmd);
     /// let status = cmd.status()?; // `make` is confined, this process is not
@@ -322,10 +359,24 @@ impl Policy {
         if let Some(why) = availability.error.clone() {
             return Err(ApplyError::Unavailable(why));
         }
-        let (report, roots) = self.open_roots(&availability)?;
-        let ruleset = Ruleset::default()
+        let filter = TerminalFilter::new().ok_or_else(|| {
+            ApplyError::TerminalFilter(io::Error::new(
+                io::ErrorKind::Unsupported,
+                format!(
+                    "no filter for this architecture ({})",
+                    std::env::consts::ARCH
+                ),
+            ))
+        })?;
+        let (report, open) = self.open_roots(&availability)?;
+        let abi = Abi(availability.abi);
+        let mut ruleset = Ruleset::default()
             .set_compatibility(CompatLevel::HardRequirement)
-            .handle_access(Abi(availability.abi).write_access())
+            .handle_access(abi.write_access() | abi.socket_access());
+        if !abi.scopes().is_empty() {
+            ruleset = ruleset.and_then(|r| r.scope(abi.scopes()));
+        }
+        let ruleset = ruleset
             .and_then(Ruleset::create)
             .map_err(ApplyError::Ruleset)?;
         let fd: Option<OwnedFd> = ruleset.into();
@@ -334,11 +385,20 @@ impl Policy {
         // The rules go in directly rather than through the landlock crate's
         // add_rule, which stats every descriptor again to tell files from
         // directories: open_roots already knows (a fifth of apply's syscalls).
-        for root in &roots {
+        let root_rules = open.roots.iter().map(|root| {
             let access = match root.granted.kind {
-                RootKind::Directory => Abi(availability.abi).write_access(),
-                RootKind::File | RootKind::Special => Abi(availability.abi).file_access(),
+                RootKind::Directory => abi.write_access(),
+                RootKind::File | RootKind::Special => abi.file_access(),
             };
+            (root, access)
+        });
+        // Before ABI 9 there is no socket right: the sockets are reported only.
+        let socket_rules = open
+            .sockets
+            .iter()
+            .filter(|_| !abi.socket_access().is_empty())
+            .map(|socket| (socket, abi.socket_access()));
+        for (root, access) in root_rules.chain(socket_rules) {
             sys::add_path_beneath_rule(&fd, &root.fd, access.bits()).map_err(|source| {
                 ApplyError::AddRule {
                     path: root.granted.path.clone(),
@@ -350,14 +410,13 @@ impl Policy {
             report,
             availability,
             ruleset: Arc::new(fd),
+            filter,
         })
     }
 
-    /// Validates and opens every root, in order, dropping exact duplicates.
-    fn open_roots(
-        &self,
-        availability: &Availability,
-    ) -> Result<(Report, Vec<OpenRoot>), PolicyError> {
+    /// Validates and opens every root and socket, in order, dropping exact
+    /// duplicates.
+    fn open_roots(&self, availability: &Availability) -> Result<(Report, OpenPolicy), PolicyError> {
         let mut report = Report {
             abi: availability.abi,
             granted: Vec::new(),
@@ -365,6 +424,9 @@ impl Policy {
             warnings: Vec::new(),
             limitations: availability.limitations(),
             all_threads: availability.all_threads(),
+            sockets: Vec::new(),
+            skipped_sockets: Vec::new(),
+            reachable_services: Vec::new(),
         };
         if availability.supported() && abi::test_cap().is_some() {
             report.warnings.push(Warning::TestAbiCap {
@@ -397,7 +459,11 @@ impl Policy {
                 }),
             }
         }
-        Ok((report, roots))
+        let sockets = open_sockets(&self.sockets, &mut report)?;
+        if availability.supported() && !availability.has(abi::Feature::ResolveUnix) {
+            report.reachable_services = reachable_services();
+        }
+        Ok((report, OpenPolicy { roots, sockets }))
     }
 }
 
@@ -419,6 +485,39 @@ pub(crate) fn require_absolute(path: &Path, what: &'static str) -> Result<(), Po
     } else {
         Ok(())
     }
+}
+
+/// Opens each socket path, reporting it granted or skipped.
+fn open_sockets(list: &[Socket], report: &mut Report) -> Result<Vec<OpenRoot>, PolicyError> {
+    let mut open = Vec::new();
+    let mut seen: HashSet<&Path> = HashSet::with_capacity(list.len());
+    for socket in list {
+        require_absolute(&socket.path, "socket")?;
+        if !seen.insert(socket.path.as_path()) {
+            continue;
+        }
+        let judged = open_root(&socket.path).and_then(|root| {
+            let is_socket = root.granted.kind == RootKind::Special
+                && std::fs::metadata(&socket.path).is_ok_and(|m| m.file_type().is_socket());
+            sockets::judge(socket, root.granted.kind, is_socket).map(|()| root)
+        });
+        match judged {
+            Ok(root) => {
+                report.sockets.push(GrantedSocket {
+                    path: socket.path.clone(),
+                    reason: socket.reason,
+                    kind: root.granted.kind,
+                });
+                open.push(root);
+            }
+            Err(skip) => report.skipped_sockets.push(SkippedSocket {
+                path: socket.path.clone(),
+                reason: socket.reason,
+                skip,
+            }),
+        }
+    }
+    Ok(open)
 }
 
 fn open_root(path: &Path) -> Result<OpenRoot, SkipReason> {
@@ -465,6 +564,9 @@ pub struct Prepared {
     report: Report,
     pub(crate) availability: Availability,
     pub(crate) ruleset: Arc<OwnedFd>,
+    /// The seccomp program against terminal injection, built here so that
+    /// the child only installs it.
+    pub(crate) filter: TerminalFilter,
 }
 
 impl Prepared {
@@ -473,7 +575,7 @@ impl Prepared {
     /// # Examples
     ///
     /// ```no_run
-    /// let prepared = strument_sandbox::Policy { writable: vec!["/tmp".into()] }.prepare()?;
+    /// let prepared = strument_sandbox::Policy { writable: vec!["/tmp".into()], ..Default::default() }.prepare()?;
     /// println!("{} roots granted", prepared.report().granted.len());
     /// # Ok::<(), strument_sandbox::ApplyError>(())
     /// ```
@@ -490,13 +592,14 @@ impl Prepared {
     /// [`ApplyError::Threads`] when the process has other threads and the
     /// kernel predates ABI 8, [`ApplyError::CountThreads`] when
     /// `/proc/self/task` cannot be read to find out, and
-    /// [`ApplyError::Restrict`] when the kernel refuses. The process is
-    /// unconfined after any error.
+    /// [`ApplyError::Restrict`] when the kernel refuses,
+    /// [`ApplyError::TerminalFilter`] when the seccomp filter cannot be
+    /// installed. Writes are unconfined after any error.
     ///
     /// # Examples
     ///
     /// ```no_run
-    /// let prepared = strument_sandbox::Policy { writable: vec!["/tmp".into()] }.prepare()?;
+    /// let prepared = strument_sandbox::Policy { writable: vec!["/tmp".into()], ..Default::default() }.prepare()?;
     /// let report = prepared.restrict_self()?;
     /// # Ok::<(), strument_sandbox::ApplyError>(())
     /// ```
@@ -513,22 +616,26 @@ impl Prepared {
             }
             0
         };
-        sys::restrict_self(&self.ruleset, flags).map_err(ApplyError::Restrict)?;
+        sys::restrict_self(&self.ruleset, flags, &self.filter).map_err(|e| match e {
+            sys::RestrictError::Landlock(e) => ApplyError::Restrict(e),
+            sys::RestrictError::Seccomp(e) => ApplyError::TerminalFilter(e),
+        })?;
         Ok(self.report)
     }
 
     /// Makes `cmd` confine its own child process just before `exec`,
     /// leaving the caller unconfined. Between `fork` and `exec` the child
-    /// performs only two async-signal-safe syscalls (`prctl` and
-    /// `landlock_restrict_self`) on the descriptor opened here, so this is
-    /// safe in a multi-threaded caller. If either fails the command does
-    /// not run and spawning it returns the error.
+    /// performs only three async-signal-safe syscalls (`prctl`, `seccomp`
+    /// with the terminal filter built here, and `landlock_restrict_self` on
+    /// the descriptor opened here), so this is safe in a multi-threaded
+    /// caller. If any fails the command does not run and spawning it
+    /// returns the error.
     ///
     /// # Examples
     ///
     /// ```no_run
     /// use std::process::Command;
-    /// let prepared = strument_sandbox::Policy { writable: vec!["/tmp".into()] }.prepare()?;
+    /// let prepared = strument_sandbox::Policy { writable: vec!["/tmp".into()], ..Default::default() }.prepare()?;
     /// let mut cmd = Command::new("rm");
     /// cmd.args(["-rf", "/home/me"]);
     /// prepared.confine(&mut cmd);
@@ -536,7 +643,7 @@ impl Prepared {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn confine(&self, cmd: &mut Command) {
-        sys::confine_before_exec(cmd, Arc::clone(&self.ruleset));
+        sys::confine_before_exec(cmd, Arc::clone(&self.ruleset), self.filter.clone());
     }
 }
 
@@ -558,10 +665,12 @@ mod tests {
     fn bad_roots_are_errors_not_skips() {
         let empty = Policy {
             writable: vec![PathBuf::new()],
+            ..Policy::default()
         };
         assert!(matches!(empty.check(), Err(PolicyError::EmptyPath { .. })));
         let relative = Policy {
             writable: vec!["src".into()],
+            ..Policy::default()
         };
         assert!(matches!(
             relative.check(),
@@ -573,6 +682,7 @@ mod tests {
     fn duplicates_are_granted_once_and_root_is_loud() {
         let report = Policy {
             writable: vec!["/".into(), "/".into(), "/dev/null".into()],
+            ..Policy::default()
         }
         .check()
         .expect("absolute paths");

@@ -140,6 +140,14 @@ pub enum Limitation {
     /// opened without `O_TRUNC` cannot be denied, so `truncate(2)` of a file
     /// outside the roots succeeds.
     TruncateUnrestricted,
+    /// Before ABI 9 a confined command can connect to any pathname unix
+    /// socket: a local service (tmux, the session bus, Docker, X11, an
+    /// editor) may then write for it. The report names the ones reachable
+    /// on this machine.
+    UnixSocketsReachable,
+    /// Before ABI 6 a confined command can connect to abstract unix
+    /// sockets of processes outside the sandbox.
+    AbstractSocketsReachable,
 }
 
 impl Limitation {
@@ -156,6 +164,8 @@ impl Limitation {
         match self {
             Limitation::CrossDirectoryRenameDenied => "cross-directory-rename-denied",
             Limitation::TruncateUnrestricted => "truncate-unrestricted",
+            Limitation::UnixSocketsReachable => "unix-sockets-reachable",
+            Limitation::AbstractSocketsReachable => "abstract-sockets-reachable",
         }
     }
 }
@@ -177,6 +187,21 @@ impl fmt::Display for Limitation {
                  (Linux {} or later can)",
                 Feature::Truncate.since_abi(),
                 Feature::Truncate.since_linux()
+            ),
+            Limitation::UnixSocketsReachable => write!(
+                f,
+                "Landlock ABI < {} cannot stop connecting to a unix socket: a local service \
+                 (tmux, the session bus, docker, X11, an editor) can write for a confined command; \
+                 Linux {} or later closes this",
+                Feature::ResolveUnix.since_abi(),
+                Feature::ResolveUnix.since_linux()
+            ),
+            Limitation::AbstractSocketsReachable => write!(
+                f,
+                "Landlock ABI < {} cannot stop connecting to an abstract unix socket of a process \
+                 outside the sandbox; Linux {} or later closes this",
+                Feature::Scopes.since_abi(),
+                Feature::Scopes.since_linux()
             ),
         }
     }
@@ -272,6 +297,12 @@ impl Availability {
         if !self.has(Feature::Truncate) {
             out.push(Limitation::TruncateUnrestricted);
         }
+        if !self.has(Feature::Scopes) {
+            out.push(Limitation::AbstractSocketsReachable);
+        }
+        if !self.has(Feature::ResolveUnix) {
+            out.push(Limitation::UnixSocketsReachable);
+        }
         out
     }
 }
@@ -340,15 +371,21 @@ mod tests {
     #[test]
     fn limitations_follow_the_abi() {
         let at = |abi| Availability { abi, error: None }.limitations();
+        let sockets = [
+            Limitation::AbstractSocketsReachable,
+            Limitation::UnixSocketsReachable,
+        ];
         assert_eq!(
-            at(1),
+            at(1)[..2],
             [
                 Limitation::CrossDirectoryRenameDenied,
                 Limitation::TruncateUnrestricted
             ]
         );
-        assert_eq!(at(2), [Limitation::TruncateUnrestricted]);
-        assert!(at(3).is_empty());
+        assert_eq!(at(2)[..1], [Limitation::TruncateUnrestricted]);
+        assert_eq!(at(3), sockets);
+        assert_eq!(at(6), [Limitation::UnixSocketsReachable]);
+        assert!(at(9).is_empty());
         let none = Availability {
             abi: 0,
             error: Some(ProbeError::NotBuilt),

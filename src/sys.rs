@@ -1,16 +1,18 @@
-//! Raw Landlock, prctl and audit-netlink system calls: the crate's only
-//! `unsafe` code.
+//! Raw Landlock, seccomp, prctl and audit-netlink system calls: the crate's
+//! only `unsafe` code.
 //!
 //! Everything here is a thin wrapper over one syscall. The functions used
 //! between `fork` and `exec` ([`confine_before_exec`]) call nothing but
-//! `prctl` and `landlock_restrict_self`, both async-signal-safe, and build
-//! their error from the raw errno without allocating.
+//! `prctl`, `seccomp` and `landlock_restrict_self`, all async-signal-safe,
+//! and build their error from the raw errno without allocating.
 
 use std::io;
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::os::unix::process::CommandExt;
 use std::process::Command;
 use std::sync::Arc;
+
+use crate::terminal::{SockFilter, TerminalFilter};
 
 /// `LANDLOCK_CREATE_RULESET_VERSION` from `<linux/landlock.h>`.
 const CREATE_RULESET_VERSION: libc::c_uint = 1 << 0;
@@ -90,24 +92,99 @@ fn set_no_new_privs() -> io::Result<()> {
     }
 }
 
-/// Enforces the ruleset `fd` on the calling thread (every thread with
-/// [`RESTRICT_SELF_TSYNC`]), after setting `no_new_privs`.
-pub(crate) fn restrict_self(fd: &OwnedFd, flags: u32) -> io::Result<()> {
-    set_no_new_privs()?;
+/// `SECCOMP_SET_MODE_FILTER` of `<linux/seccomp.h>`.
+const SECCOMP_SET_MODE_FILTER: libc::c_uint = 1;
+
+/// `SECCOMP_FILTER_FLAG_TSYNC`: install the filter on every thread.
+const SECCOMP_FILTER_FLAG_TSYNC: libc::c_uint = 1 << 0;
+
+/// `struct sock_fprog` of `<linux/filter.h>`.
+#[repr(C)]
+struct SockFprog {
+    len: libc::c_ushort,
+    filter: *const SockFilter,
+}
+
+/// Installs `program` as a seccomp filter on the calling thread, or on
+/// every thread with `all_threads`. Needs `no_new_privs` (or
+/// `CAP_SYS_ADMIN`); a filter, once installed, stays for good.
+fn install_seccomp_filter(program: &[SockFilter], all_threads: bool) -> io::Result<()> {
+    let Ok(len) = libc::c_ushort::try_from(program.len()) else {
+        return Err(io::Error::from_raw_os_error(libc::EINVAL));
+    };
+    let prog = SockFprog {
+        len,
+        filter: program.as_ptr(),
+    };
+    let flags = if all_threads {
+        SECCOMP_FILTER_FLAG_TSYNC
+    } else {
+        0
+    };
+    // SAFETY: `prog` points at `len` initialised instructions that outlive
+    // the call; the kernel copies the program and keeps no pointer to it.
+    let ret = unsafe {
+        libc::syscall(
+            libc::SYS_seccomp,
+            SECCOMP_SET_MODE_FILTER,
+            flags,
+            &raw const prog,
+        )
+    };
+    match ret {
+        0 => Ok(()),
+        // With TSYNC, a positive answer is the id of a thread that could
+        // not take the filter (it has a diverging one of its own).
+        n if n > 0 => Err(io::Error::from_raw_os_error(libc::ESRCH)),
+        _ => Err(io::Error::last_os_error()),
+    }
+}
+
+/// Why [`restrict_self`] failed: which of its steps.
+#[derive(Debug)]
+pub(crate) enum RestrictError {
+    /// `prctl(PR_SET_NO_NEW_PRIVS)` or `landlock_restrict_self`.
+    Landlock(io::Error),
+    /// The terminal filter's `seccomp(SECCOMP_SET_MODE_FILTER)`.
+    Seccomp(io::Error),
+}
+
+impl From<RestrictError> for io::Error {
+    fn from(e: RestrictError) -> io::Error {
+        match e {
+            RestrictError::Landlock(e) | RestrictError::Seccomp(e) => e,
+        }
+    }
+}
+
+/// Enforces the ruleset `fd` and the terminal filter on the calling thread
+/// (every thread with [`RESTRICT_SELF_TSYNC`]), after setting
+/// `no_new_privs`. The filter goes first: if it cannot be installed,
+/// Landlock is not enforced either, and the caller refuses; if Landlock
+/// then fails, the process is left with a filter that only refuses two
+/// ioctls, and the caller still refuses.
+pub(crate) fn restrict_self(
+    fd: &OwnedFd,
+    flags: u32,
+    filter: &TerminalFilter,
+) -> Result<(), RestrictError> {
+    set_no_new_privs().map_err(RestrictError::Landlock)?;
+    install_seccomp_filter(filter.instructions(), flags & RESTRICT_SELF_TSYNC != 0)
+        .map_err(RestrictError::Seccomp)?;
     // SAFETY: the fd is a live ruleset descriptor borrowed for the call; the
     // kernel takes a reference of its own and reads no user memory.
     let ret = unsafe { libc::syscall(libc::SYS_landlock_restrict_self, fd.as_raw_fd(), flags) };
     if ret == 0 {
         Ok(())
     } else {
-        Err(io::Error::last_os_error())
+        Err(RestrictError::Landlock(io::Error::last_os_error()))
     }
 }
 
-/// Arranges for `cmd`'s child to enforce the ruleset `fd` on itself between
-/// `fork` and `exec`. The parent stays unconfined.
-pub(crate) fn confine_before_exec(cmd: &mut Command, fd: Arc<OwnedFd>) {
-    confine_before_exec_with(cmd, fd, 0);
+/// Arranges for `cmd`'s child to enforce the ruleset `fd` and the terminal
+/// filter on itself between `fork` and `exec`. The parent stays unconfined.
+pub(crate) fn confine_before_exec(cmd: &mut Command, fd: Arc<OwnedFd>, filter: TerminalFilter) {
+    confine_before_exec_with(cmd, fd, filter, 0);
 }
 
 /// `LANDLOCK_RESTRICT_SELF_LOG_NEW_EXEC_ON` (ABI 7): keep logging refused
@@ -115,12 +192,18 @@ pub(crate) fn confine_before_exec(cmd: &mut Command, fd: Arc<OwnedFd>) {
 pub(crate) const RESTRICT_SELF_LOG_NEW_EXEC_ON: u32 = 1 << 1;
 
 /// As [`confine_before_exec`], with `landlock_restrict_self` flags.
-pub(crate) fn confine_before_exec_with(cmd: &mut Command, fd: Arc<OwnedFd>, flags: u32) {
-    let hook = move || restrict_self(&fd, flags);
-    // SAFETY: the hook runs in the forked child and only performs two
-    // async-signal-safe syscalls (prctl, landlock_restrict_self) on a
-    // descriptor opened by the parent; io::Error::last_os_error does not
-    // allocate. Nothing else from the parent's state is touched.
+pub(crate) fn confine_before_exec_with(
+    cmd: &mut Command,
+    fd: Arc<OwnedFd>,
+    filter: TerminalFilter,
+    flags: u32,
+) {
+    let hook = move || restrict_self(&fd, flags, &filter).map_err(io::Error::from);
+    // SAFETY: the hook runs in the forked child and only performs three
+    // async-signal-safe syscalls (prctl, seccomp, landlock_restrict_self)
+    // on a descriptor and a program built by the parent; building an
+    // io::Error from a raw errno does not allocate. Nothing else from the
+    // parent's state is touched.
     unsafe {
         cmd.pre_exec(hook);
     }
@@ -223,4 +306,55 @@ pub(crate) fn netlink_recv(fd: &OwnedFd, buf: &mut [u8], timeout_ms: i32) -> io:
     } else {
         Ok(n.unsigned_abs())
     }
+}
+
+/// The real user id of the calling process.
+pub(crate) fn uid() -> u32 {
+    // SAFETY: getuid takes no arguments and cannot fail.
+    unsafe { libc::getuid() }
+}
+
+/// Whether a stream connection to the unix socket at `path` is accepted
+/// now: a server listens and this user may connect. Non-blocking, so a
+/// server whose backlog is full counts as listening instead of stalling
+/// the caller; the connection is closed at once.
+pub(crate) fn unix_connectable(path: &std::path::Path) -> bool {
+    use std::os::unix::ffi::OsStrExt;
+    let bytes = path.as_os_str().as_bytes();
+    // SAFETY: sockaddr_un is plain data, valid when zeroed.
+    let mut addr: libc::sockaddr_un = unsafe { std::mem::zeroed() };
+    // Leave room for the terminating NUL; longer paths cannot be bound either.
+    if bytes.is_empty() || bytes.len() >= addr.sun_path.len() || bytes.contains(&0) {
+        return false;
+    }
+    addr.sun_family = libc::AF_UNIX as libc::sa_family_t;
+    for (dst, src) in addr.sun_path.iter_mut().zip(bytes) {
+        *dst = *src as libc::c_char;
+    }
+    // SAFETY: socket takes integers only.
+    let fd = unsafe {
+        libc::socket(
+            libc::AF_UNIX,
+            libc::SOCK_STREAM | libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC,
+            0,
+        )
+    };
+    if fd < 0 {
+        return false;
+    }
+    // SAFETY: `fd` was just returned by socket and is owned by nobody else.
+    let fd = unsafe { <OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(fd) };
+    // SAFETY: the address is a valid sockaddr_un of the size passed.
+    let ret = unsafe {
+        libc::connect(
+            fd.as_raw_fd(),
+            (&raw const addr).cast(),
+            std::mem::size_of::<libc::sockaddr_un>() as libc::socklen_t,
+        )
+    };
+    ret == 0
+        || matches!(
+            io::Error::last_os_error().raw_os_error(),
+            Some(libc::EAGAIN | libc::EINPROGRESS)
+        )
 }

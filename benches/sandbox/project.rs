@@ -52,7 +52,10 @@ impl Project {
     /// The library's default policy for the project at `dir`.
     pub fn policy(dir: &Path) -> Policy {
         let writable = default_writable(dir, None, &[]).expect("default writable set");
-        Policy { writable }
+        Policy {
+            writable,
+            ..Policy::default()
+        }
     }
 
     /// `strument-sandbox run --project P -- cmd…`

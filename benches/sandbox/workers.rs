@@ -68,7 +68,10 @@ pub fn worker(args: &[String]) {
 /// Prints: total ns, prepare ns, restrict ns, allocations, bytes.
 fn worker_apply(n: usize, roots: &Path) {
     let writable: Vec<PathBuf> = (0..n).map(|i| roots.join(format!("r{i:04}"))).collect();
-    let policy = Policy { writable };
+    let policy = Policy {
+        writable,
+        ..Policy::default()
+    };
     let (a0, b0) = allocated();
     let start = Instant::now();
     let prepared = policy

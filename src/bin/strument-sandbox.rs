@@ -10,8 +10,9 @@ use std::process::{Command, ExitCode};
 use clap::{Args, Parser, Subcommand};
 use serde_json::{Value, json};
 use strument_sandbox::{
-    Advice, Availability, DenialLogError, Explanation, Feature, Policy, Report, Verdict,
-    create_missing_caches, default_writable, probe,
+    Advice, Availability, DenialLogError, Explanation, Feature, Policy, Report, Service, Socket,
+    SocketReason, Verdict, create_missing_caches, default_sockets, default_writable, probe,
+    reachable_services,
 };
 
 /// Exit statuses of the tool itself; `run` otherwise exits with the command's.
@@ -34,7 +35,11 @@ const AFTER_HELP: &str = "\
 Writes are confined to the project, the state directory, temporary space,
 a few device files and toolchain caches (see `policy`); reads and execution
 stay open everywhere. Once applied, the confinement cannot be undone and
-covers every child process.
+covers every child process. No unconfined process may act for a confined
+one: typing into the terminal (TIOCSTI) is refused on every kernel, abstract
+sockets outside the sandbox from Linux 6.12, and unix sockets other than the
+project's, ssh-agent's, gpg-agent's and --allow-socket ones from Linux 7.1;
+before that, `policy` lists the services a command can still reach.
 
 Examples:
   strument-sandbox probe                       # does this kernel have Landlock?
@@ -42,6 +47,7 @@ Examples:
   strument-sandbox explain ~/.cargo/bin/tool   # would a write there land? what to --allow
   strument-sandbox run -- go test ./...        # confine, then exec
   strument-sandbox run --allow /srv/out -- make install
+  strument-sandbox run --allow-socket /run/postgresql -- make test
 
 Exit status:
   0    success (`run`: the command's own status otherwise)
@@ -150,6 +156,11 @@ struct Roots {
     /// Another writable root (repeatable).
     #[arg(long = "allow", value_name = "PATH")]
     allow: Vec<PathBuf>,
+    /// A unix socket (or a directory of them) the command may connect to, besides the
+    /// project's, the state directory's, $SSH_AUTH_SOCK and gpg-agent's (repeatable;
+    /// enforced from Linux 7.1, Landlock ABI 9).
+    #[arg(long = "allow-socket", value_name = "PATH")]
+    allow_socket: Vec<PathBuf>,
 }
 
 /// `println!` that ends the program quietly when standard output is closed
@@ -222,7 +233,9 @@ fn main() -> ExitCode {
 fn cmd_probe(json: bool) -> Result<u8, Failure> {
     let a = probe();
     if json {
-        say!("{}", availability_json(&a));
+        let mut v = availability_json(&a);
+        v["reachable_services"] = services_json(&services_if_open(&a));
+        say!("{v}");
     } else {
         match &a.error {
             None => {
@@ -243,6 +256,9 @@ fn cmd_probe(json: bool) -> Result<u8, Failure> {
                 );
                 for l in a.limitations() {
                     say!("limitation: {l}");
+                }
+                for line in service_lines(&services_if_open(&a)) {
+                    say!("{line}");
                 }
             }
             Some(why) => {
@@ -411,9 +427,13 @@ fn cmd_run(roots: &Roots, options: &RunOptions, command: &[OsString]) -> Result<
     if verbose {
         print_report(&report);
     } else {
-        // Loud even without -v: a `/` root means nothing is confined.
+        // Loud even without -v: a `/` root means nothing is confined, and
+        // a reachable service can write for the command.
         for w in &report.warnings {
             eprintln!("strument-sandbox: warning: {w}");
+        }
+        for line in service_lines(&report.reachable_services) {
+            eprintln!("strument-sandbox: {line}");
         }
     }
     // exec only returns on failure.
@@ -441,6 +461,22 @@ fn report_lines(report: &Report) -> Vec<String> {
             s.reason
         )
     });
+    let sockets = report.sockets.iter().map(|s| {
+        format!(
+            "socket   {:<9}  {}  ({})",
+            s.kind.name(),
+            s.path.display(),
+            s.reason
+        )
+    });
+    let skipped_sockets = report.skipped_sockets.iter().map(|s| {
+        format!(
+            "socket   skipped    {}  ({}: {})",
+            s.path.display(),
+            s.reason,
+            s.skip
+        )
+    });
     let warnings = report.warnings.iter().map(|w| format!("warning: {w}"));
     let limitations = report
         .limitations
@@ -448,8 +484,40 @@ fn report_lines(report: &Report) -> Vec<String> {
         .map(|l| format!("limitation: {l}"));
     granted
         .chain(skipped)
+        .chain(sockets)
+        .chain(skipped_sockets)
         .chain(warnings)
         .chain(limitations)
+        .chain(service_lines(&report.reachable_services))
+        .collect()
+}
+
+/// The services a confined command can still reach, when the kernel
+/// cannot close the route (Landlock ABI < 9); nothing otherwise.
+fn services_if_open(a: &Availability) -> Vec<Service> {
+    if a.supported() && !a.has(Feature::ResolveUnix) {
+        reachable_services()
+    } else {
+        Vec::new()
+    }
+}
+
+fn service_lines(services: &[Service]) -> impl Iterator<Item = String> + '_ {
+    services.iter().map(|s| format!("reachable: {s}"))
+}
+
+fn services_json(services: &[Service]) -> Value {
+    services
+        .iter()
+        .map(|s| {
+            json!({
+                "kind": s.kind.name(),
+                "path": s.path.to_string_lossy(),
+                "allows": s.kind.allows(),
+                "closed_by_linux": Feature::ResolveUnix.since_linux(),
+                "closed_by_abi": Feature::ResolveUnix.since_abi(),
+            })
+        })
         .collect()
 }
 
@@ -543,7 +611,11 @@ fn build_policy(roots: &Roots) -> Result<Policy, Failure> {
         .map(|p| absolute(p))
         .collect::<Result<Vec<_>, _>>()?;
     let writable = default_writable(&project, state.as_deref(), &extra).map_err(|e| bad(&e))?;
-    Ok(Policy { writable })
+    let mut sockets = default_sockets(&project, state.as_deref());
+    for path in &roots.allow_socket {
+        sockets.push(Socket::new(absolute(path)?, SocketReason::Caller));
+    }
+    Ok(Policy { writable, sockets })
 }
 
 fn availability_json(a: &Availability) -> Value {
@@ -573,5 +645,18 @@ fn report_json(r: &Report) -> Value {
         })).collect::<Vec<_>>(),
         "warnings": r.warnings.iter().map(|w| w.to_string()).collect::<Vec<_>>(),
         "limitations": r.limitations.iter().map(|l| l.kind()).collect::<Vec<_>>(),
+        "sockets": r.sockets.iter().map(|s| json!({
+            "path": s.path.to_string_lossy(),
+            "kind": s.kind.name(),
+            "reason": s.reason.name(),
+            "detail": s.reason.to_string(),
+        })).collect::<Vec<_>>(),
+        "skipped_sockets": r.skipped_sockets.iter().map(|s| json!({
+            "path": s.path.to_string_lossy(),
+            "reason": s.reason.name(),
+            "skip": s.skip.kind(),
+            "detail": s.skip.to_string(),
+        })).collect::<Vec<_>>(),
+        "reachable_services": services_json(&r.reachable_services),
     })
 }

@@ -6,6 +6,7 @@
 
 mod cli;
 mod denials;
+mod deputies;
 mod kernel;
 mod network;
 mod props;

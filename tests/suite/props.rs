@@ -224,7 +224,7 @@ fn assert_report_is_within(
 #[test]
 fn check_of_arbitrary_byte_paths_is_a_typed_error_or_within_what_was_asked() {
     proptest!(config(256), |(asked in prop::collection::vec(any_path(), 0..24))| {
-        match (Policy { writable: asked.clone() }).check() {
+        match (Policy { writable: asked.clone(), ..Policy::default() }).check() {
             Ok(report) => {
                 prop_assert!(asked.iter().all(|p| p.is_absolute()), "accepted a relative root");
                 assert_report_is_within(&asked, &report)?;
@@ -247,7 +247,7 @@ fn check_of_arbitrary_byte_paths_is_a_typed_error_or_within_what_was_asked() {
 fn check_of_awkward_roots_matches_the_filesystem() {
     let t = tree();
     proptest!(config(192), |(asked in prop::collection::vec(tree_path(t.base.clone()), 1..16))| {
-        let report = (Policy { writable: asked.clone() }).check();
+        let report = (Policy { writable: asked.clone(), ..Policy::default() }).check();
         prop_assert!(report.is_ok(), "absolute roots are never an error: {report:?}");
         assert_report_is_within(&asked, &report.expect("checked"))?;
     });
@@ -257,7 +257,7 @@ fn check_of_awkward_roots_matches_the_filesystem() {
 fn thousands_of_duplicate_and_nested_roots_stay_within_what_was_asked() {
     let t = tree();
     proptest!(config(4), |(asked in prop::collection::vec(tree_path(t.base.clone()), 1000..4000))| {
-        let report = (Policy { writable: asked.clone() }).check().expect("absolute roots");
+        let report = (Policy { writable: asked.clone(), ..Policy::default() }).check().expect("absolute roots");
         assert_report_is_within(&asked, &report)?;
     });
 }
@@ -322,7 +322,12 @@ fn explain_never_panics_and_its_verdict_matches_the_granted_roots() {
         t.base.join("link_dir/sub/deep"),
         t.base.join("missing"),
     ];
-    let report = Policy { writable: roots }.check().expect("check");
+    let report = Policy {
+        writable: roots,
+        ..Policy::default()
+    }
+    .check()
+    .expect("check");
     let real: Vec<(PathBuf, RootKind)> = report
         .granted
         .iter()
@@ -435,6 +440,7 @@ mod kernel {
                 t.base.join("file"),
                 t.base.join("link_dir/sub/deep"),
             ],
+            ..Policy::default()
         }
         .prepare()
         .expect("prepare: this property needs Landlock");

@@ -116,6 +116,7 @@ fn apply_refuses_rather_than_enforcing_nothing() {
             assert_eq!(probe().error, Some(ProbeError::NotBuilt));
             match (Policy {
                 writable: vec!["/tmp".into()],
+                ..Policy::default()
             })
             .apply()
             {

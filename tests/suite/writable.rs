@@ -26,7 +26,12 @@ fn a_worktree_grants_its_gitdir_and_the_common_dir() {
     assert!(roots.contains(&gitdir), "{roots:?}");
     assert!(roots.contains(&gitdir.join("../..")), "{roots:?}");
     // And the kernel-facing check resolves `..` to the common dir itself.
-    let report = Policy { writable: roots }.check().expect("check");
+    let report = Policy {
+        writable: roots,
+        ..Policy::default()
+    }
+    .check()
+    .expect("check");
     assert!(
         report.skipped.iter().all(|s| !s.path.starts_with(&common)),
         "{:?}",
@@ -77,7 +82,12 @@ fn a_dangling_gitdir_is_listed_and_then_skipped() {
     )
     .expect(".git file");
     let roots = default_writable(&h.project, None, &[]).expect("a missing target is not malformed");
-    let report = Policy { writable: roots }.check().expect("check");
+    let report = Policy {
+        writable: roots,
+        ..Policy::default()
+    }
+    .check()
+    .expect("check");
     assert!(
         report.skipped.iter().any(|s| s.path == gone),
         "{:?}",
@@ -117,7 +127,12 @@ fn non_utf8_paths_work() {
     fs::create_dir(&odd).expect("mkdir non-UTF-8");
     let roots = default_writable(&odd, None, &[odd.join("sub")]).expect("non-UTF-8 is a path");
     assert_eq!(roots[0], odd);
-    let report = Policy { writable: roots }.check().expect("check");
+    let report = Policy {
+        writable: roots,
+        ..Policy::default()
+    }
+    .check()
+    .expect("check");
     assert_eq!(report.granted[0].path, odd);
 }
 
@@ -193,7 +208,12 @@ fn commondir_files_get_the_same_scrutiny_as_git_files() {
     let roots = default_writable(&h.project, None, &[]).expect("a missing target is not malformed");
     let missing = h.project.join("../no-such-repo/.git");
     assert!(roots.contains(&missing), "{roots:?}");
-    let report = Policy { writable: roots }.check().expect("check");
+    let report = Policy {
+        writable: roots,
+        ..Policy::default()
+    }
+    .check()
+    .expect("check");
     assert!(
         report.skipped.iter().any(|s| s.path == missing),
         "{:?}",

@@ -63,6 +63,7 @@ fn every_write_route_lands_inside_and_is_refused_outside() {
     }
     let prepared = Policy {
         writable: vec![h.project.clone(), state.clone()],
+        ..Policy::default()
     }
     .prepare()
     .expect("prepare the route policy");

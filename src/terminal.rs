@@ -1,0 +1,225 @@
+//! The seccomp filter against terminal injection: `ioctl(TIOCSTI)` pushes
+//! bytes into a terminal's input queue and `ioctl(TIOCLINUX)` pastes the
+//! console selection, so a confined command could type `rm -rf ~⏎` into the
+//! unconfined shell that started it. Landlock cannot stop it (`IOCTL_DEV`
+//! is checked at `open`, and fd 0 is inherited), so a classic BPF program
+//! refuses those two requests with `EPERM` and allows everything else.
+//!
+//! The program is built here, in safe code, once per policy; `sys` installs
+//! it. It decodes every system-call convention a process of this
+//! architecture can use: on x86-64 that is the 64-bit ABI, the i386 one
+//! (`int 0x80`, a different `ioctl` number) and x32 (numbers with bit 30
+//! set). A call from any other convention cannot be decoded, so it kills
+//! the process rather than being allowed unchecked.
+
+use std::sync::Arc;
+
+/// One classic BPF instruction, `struct sock_filter` of `<linux/filter.h>`.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct SockFilter {
+    code: u16,
+    jt: u8,
+    jf: u8,
+    k: u32,
+}
+
+// Opcodes of <linux/bpf_common.h>.
+const LD_W_ABS: u16 = 0x20; // BPF_LD (0) | BPF_W (0) | BPF_ABS (0x20)
+const JEQ_K: u16 = 0x05 | 0x10; // BPF_JMP | BPF_JEQ | BPF_K
+const RET_K: u16 = 0x06; // BPF_RET | BPF_K
+
+// <linux/seccomp.h>
+const RET_KILL_PROCESS: u32 = 0x8000_0000;
+const RET_ERRNO: u32 = 0x0005_0000;
+const RET_ALLOW: u32 = 0x7fff_0000;
+
+// Offsets into `struct seccomp_data { int nr; u32 arch; u64 ip; u64 args[6]; }`.
+const NR: u32 = 0;
+const ARCH: u32 = 4;
+/// The low 32 bits of `args[1]`, the ioctl request: the kernel's `ioctl`
+/// takes an `unsigned int`, so the high half is ignored by it and by us.
+const ARG1_LOW: u32 = if cfg!(target_endian = "little") {
+    24
+} else {
+    28
+};
+
+// The requests refused; the same numbers on every architecture listed below.
+const TIOCSTI: u32 = 0x5412;
+const TIOCLINUX: u32 = 0x541C;
+
+// <linux/audit.h>
+const AUDIT_ARCH_X86_64: u32 = 0xC000_003E;
+const AUDIT_ARCH_I386: u32 = 0x4000_0003;
+const AUDIT_ARCH_AARCH64: u32 = 0xC000_00B7;
+const AUDIT_ARCH_ARM: u32 = 0x4000_0028;
+const AUDIT_ARCH_RISCV64: u32 = 0xC000_00F3;
+
+/// `__X32_SYSCALL_BIT`: x32 calls arrive with `AUDIT_ARCH_X86_64` and this bit.
+const X32: u32 = 0x4000_0000;
+
+/// For each system-call convention a process of this build can use: its
+/// `AUDIT_ARCH_*` and the numbers `ioctl` has there. x32 has its own
+/// `ioctl` (514) and the 64-bit number with the x32 bit is refused by the
+/// kernel, but checking it too costs one instruction.
+fn conventions() -> Option<&'static [(u32, &'static [u32])]> {
+    if cfg!(any(target_arch = "x86_64", target_arch = "x86")) {
+        Some(&[
+            (AUDIT_ARCH_X86_64, &[16, X32 | 16, X32 | 514]),
+            (AUDIT_ARCH_I386, &[54]),
+        ])
+    } else if cfg!(any(target_arch = "aarch64", target_arch = "arm")) {
+        Some(&[(AUDIT_ARCH_AARCH64, &[29]), (AUDIT_ARCH_ARM, &[54])])
+    } else if cfg!(target_arch = "riscv64") {
+        Some(&[(AUDIT_ARCH_RISCV64, &[29])])
+    } else {
+        None
+    }
+}
+
+/// The filter program, ready to install.
+#[derive(Debug, Clone)]
+pub(crate) struct TerminalFilter {
+    program: Arc<[SockFilter]>,
+}
+
+impl TerminalFilter {
+    /// Builds the program for this architecture, or `None` on one whose
+    /// system-call numbers this crate does not know.
+    pub(crate) fn new() -> Option<TerminalFilter> {
+        Some(TerminalFilter {
+            program: program(conventions()?).into(),
+        })
+    }
+
+    /// The instructions, for `sys::install_seccomp_filter`.
+    pub(crate) fn instructions(&self) -> &[SockFilter] {
+        &self.program
+    }
+}
+
+fn stmt(code: u16, k: u32) -> SockFilter {
+    SockFilter {
+        code,
+        jt: 0,
+        jf: 0,
+        k,
+    }
+}
+
+fn jeq(k: u32, jt: u8, jf: u8) -> SockFilter {
+    SockFilter {
+        code: JEQ_K,
+        jt,
+        jf,
+        k,
+    }
+}
+
+/// Lays the program out:
+///
+/// ```text
+///     ld arch
+///     for each convention:  jeq ARCH ? next : skip;  ld nr;  jeq IOCTL_n ? check : next…;  ret ALLOW
+///     ret KILL_PROCESS                         (an architecture not listed)
+/// check:
+///     ld args[1];  jeq TIOCSTI ? deny : next;  jeq TIOCLINUX ? deny : next;  ret ALLOW
+/// deny:
+///     ret ERRNO(EPERM)
+/// ```
+fn program(conventions: &[(u32, &[u32])]) -> Vec<SockFilter> {
+    let mut out = vec![stmt(LD_W_ABS, ARCH)];
+    // Jumps to `check` are patched once its position is known.
+    let mut to_check: Vec<usize> = Vec::new();
+    for (arch, numbers) in conventions {
+        // jeq arch, then ld nr, the number tests and ret ALLOW follow.
+        let block = 1 + numbers.len() + 1;
+        out.push(jeq(*arch, 0, jump(block)));
+        out.push(stmt(LD_W_ABS, NR));
+        for n in *numbers {
+            to_check.push(out.len());
+            out.push(jeq(*n, 0, 0));
+        }
+        out.push(stmt(RET_K, RET_ALLOW));
+    }
+    out.push(stmt(RET_K, RET_KILL_PROCESS));
+    let check = out.len();
+    for at in to_check {
+        out[at].jt = jump(check - at - 1);
+    }
+    out.push(stmt(LD_W_ABS, ARG1_LOW));
+    out.push(jeq(TIOCSTI, 2, 0));
+    out.push(jeq(TIOCLINUX, 1, 0));
+    out.push(stmt(RET_K, RET_ALLOW));
+    out.push(stmt(RET_K, RET_ERRNO | libc::EPERM as u32));
+    out
+}
+
+/// A forward jump distance; the program is a few dozen instructions, far
+/// below the 255 a classic BPF jump can span.
+fn jump(distance: usize) -> u8 {
+    u8::try_from(distance).unwrap_or(u8::MAX)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A classic BPF interpreter for the four opcodes the program uses.
+    fn run(program: &[SockFilter], nr: u32, arch: u32, arg1: u64) -> u32 {
+        let mut data = [0u8; 64];
+        data[0..4].copy_from_slice(&nr.to_ne_bytes());
+        data[4..8].copy_from_slice(&arch.to_ne_bytes());
+        data[24..32].copy_from_slice(&arg1.to_ne_bytes());
+        let (mut pc, mut acc) = (0usize, 0u32);
+        loop {
+            let i = program[pc];
+            match i.code {
+                LD_W_ABS => {
+                    let at = i.k as usize;
+                    acc = u32::from_ne_bytes(data[at..at + 4].try_into().unwrap());
+                    pc += 1;
+                }
+                JEQ_K => pc += 1 + usize::from(if acc == i.k { i.jt } else { i.jf }),
+                RET_K => return i.k,
+                other => panic!("unexpected opcode {other:#x}"),
+            }
+        }
+    }
+
+    const DENY: u32 = RET_ERRNO | libc::EPERM as u32;
+
+    #[test]
+    fn tiocsti_and_tioclinux_are_refused_in_every_convention() {
+        let table = conventions().expect("a supported architecture");
+        let p = program(table);
+        for (arch, numbers) in table {
+            for n in *numbers {
+                assert_eq!(run(&p, *n, *arch, TIOCSTI.into()), DENY, "{arch:#x} {n}");
+                assert_eq!(run(&p, *n, *arch, TIOCLINUX.into()), DENY);
+                // The kernel truncates the request to 32 bits: so do we.
+                assert_eq!(run(&p, *n, *arch, 0xffff_0000_0000_5412), DENY);
+                // Other terminal ioctls (TCGETS, TIOCGWINSZ, TIOCSPGRP) pass.
+                for ok in [0x5401u64, 0x5413, 0x5410] {
+                    assert_eq!(run(&p, *n, *arch, ok), RET_ALLOW);
+                }
+            }
+            // Another system call with TIOCSTI's value as its argument passes.
+            assert_eq!(run(&p, 1, *arch, TIOCSTI.into()), RET_ALLOW);
+        }
+        assert_eq!(run(&p, 16, 0x1234, 0), RET_KILL_PROCESS);
+    }
+
+    #[test]
+    fn every_jump_lands_inside_the_program() {
+        let p = TerminalFilter::new().expect("a supported architecture");
+        let p = p.instructions();
+        for (at, i) in p.iter().enumerate() {
+            if i.code == JEQ_K {
+                assert!(at + 1 + usize::from(i.jt.max(i.jf)) < p.len());
+            }
+        }
+        assert_eq!(p.last().map(|i| i.k), Some(DENY));
+    }
+}

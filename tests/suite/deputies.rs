@@ -1,0 +1,474 @@
+//! No unconfined process acts for a confined command: the terminal
+//! (TIOCSTI), abstract-socket deputies, local services. Needs Landlock
+//! (excluded by the nix-build profile), python3 and bash; the tmux test
+//! needs tmux.
+
+use std::ffi::OsStr;
+use std::fs;
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+
+use serde_json::Value;
+use strument_sandbox::Policy;
+
+use super::support::{BIN, FakeHome, assert_success, output, require_tool, show};
+
+fn fixture(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures")
+        .join(name)
+}
+
+fn python() -> PathBuf {
+    require_tool("python3", "python3")
+}
+
+/// Types `steps` into an interactive bash on a pseudo-terminal (see
+/// tests/fixtures/pty-shell.py) with the fake home's environment, and
+/// returns the transcript; fails the test if an expected text never shows.
+fn on_a_terminal(h: &FakeHome, steps: &Value) -> String {
+    require_tool("bash", "bash");
+    let mut cmd = Command::new(python());
+    cmd.arg(fixture("pty-shell.py")).arg(steps.to_string());
+    h.env(&mut cmd);
+    cmd.env("PS1", "$ ").env("TERM", "dumb");
+    let out = output(&mut cmd);
+    let transcript = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success(),
+        "the terminal session failed\n{}",
+        show(&out)
+    );
+    transcript
+}
+
+/// A line to type: `command; echo <tag>-$((n))`, expecting `<tag>-n`. The
+/// arithmetic keeps the echo of the typed line from matching too early.
+fn step(command: &str, tag: &str) -> Value {
+    serde_json::json!({
+        "send": format!("{command}; echo {tag}-$((40+2))\n"),
+        "expect": format!("{tag}-42"),
+    })
+}
+
+/// Single-quoted for the shell.
+fn quoted(path: &Path) -> String {
+    format!("'{}'", path.display().to_string().replace('\'', r"'\''"))
+}
+
+fn injector(marker: &Path) -> String {
+    format!(
+        "{} {} inject 'touch {}'",
+        quoted(&python()),
+        quoted(&fixture("deputy.py")),
+        marker.display()
+    )
+}
+
+/// The injector run confined (the line `confined` makes of a marker path)
+/// types `touch MARKER` into the shell, which must never run it; the same
+/// injector unconfined does get its line run, so the terminal really
+/// allows TIOCSTI and the test can tell.
+fn assert_injection_refused(h: &FakeHome, confined: impl Fn(&Path) -> String) {
+    let confined_marker = h.home.join("typed-by-a-confined-command");
+    let free_marker = h.home.join("typed-by-an-unconfined-command");
+    let steps = serde_json::json!([
+        step(&confined(&confined_marker), "confined"),
+        // Whatever was injected sits in the input queue before this line.
+        step("true", "after-confined"),
+        step(&injector(&free_marker), "free"),
+        step("true", "after-free"),
+    ]);
+    let transcript = on_a_terminal(h, &steps);
+    assert!(
+        transcript.contains("refused: errno 1"),
+        "the confined injector was not refused with EPERM\n{transcript}"
+    );
+    assert!(
+        !confined_marker.exists(),
+        "a line typed by the confined command ran in the shell\n{transcript}"
+    );
+    assert!(
+        free_marker.exists(),
+        "the unconfined injector could not type into the shell either, so this proves \
+         nothing (is TIOCSTI disabled, sysctl dev.tty.legacy_tiocsti=0?)\n{transcript}"
+    );
+    h.assert_sentinels_intact();
+}
+
+#[test]
+fn a_command_under_run_cannot_type_into_the_shell_that_started_it() {
+    let h = FakeHome::new();
+    let run = format!(
+        "{} run --project {} --",
+        quoted(Path::new(BIN)),
+        quoted(&h.project)
+    );
+    assert_injection_refused(&h, |marker| format!("{run} {}", injector(marker)));
+}
+
+const INJECT_HELPER: &str = "STRUMENT_SANDBOX_TEST_INJECT";
+
+#[test]
+fn a_command_under_prepared_confine_cannot_type_into_the_shell() {
+    // In the shell on the terminal, this same test runs again as the
+    // helper: it confines the injector with Prepared::confine and waits.
+    if let Some(marker) = std::env::var_os(INJECT_HELPER) {
+        let project = std::env::var_os("STRUMENT_SANDBOX_TEST_PROJECT").expect("project");
+        let prepared = Policy {
+            writable: vec![PathBuf::from(project)],
+            ..Policy::default()
+        }
+        .prepare()
+        .expect("prepare");
+        let mut cmd = Command::new(python());
+        cmd.arg(fixture("deputy.py"))
+            .arg("inject")
+            .arg(format!("touch {}", Path::new(&marker).display()));
+        prepared.confine(&mut cmd);
+        let status = cmd.status().expect("spawn the confined injector");
+        assert!(status.success());
+        return;
+    }
+    let h = FakeHome::new();
+    let exe = std::env::current_exe().expect("this test binary");
+    assert_injection_refused(&h, |marker| {
+        format!(
+            "{INJECT_HELPER}={} STRUMENT_SANDBOX_TEST_PROJECT={} {} \
+             suite::deputies::a_command_under_prepared_confine_cannot_type_into_the_shell \
+             --exact --nocapture --test-threads=1 --quiet",
+            quoted(marker),
+            quoted(&h.project),
+            quoted(&exe)
+        )
+    });
+}
+
+#[test]
+fn ctrl_c_still_interrupts_a_confined_command_started_from_the_shell() {
+    let h = FakeHome::new();
+    let started = std::time::Instant::now();
+    let steps = serde_json::json!([
+        {
+            "send": format!("{} run --project {} -- sleep 30\n", quoted(Path::new(BIN)), quoted(&h.project)),
+            "expect": null,
+        },
+        { "send": "\u{3}", "pause": 1.5, "expect": null },
+        { "send": "echo status-$((40+2))=$?\n", "expect": "status-42=" },
+    ]);
+    let transcript = on_a_terminal(&h, &steps);
+    assert!(
+        transcript.contains("status-42=130"),
+        "the confined sleep did not die of SIGINT (128 + 2)\n{transcript}"
+    );
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(25),
+        "Ctrl-C did not interrupt the 30 s sleep"
+    );
+}
+
+/// A deputy outside the sandbox, listening on an abstract socket.
+struct Deputy(Child);
+
+impl Deputy {
+    fn start(name: &str) -> Deputy {
+        let mut child = Command::new(python())
+            .arg(fixture("deputy.py"))
+            .args(["serve", name])
+            .stdout(Stdio::piped())
+            .spawn()
+            .expect("start the deputy");
+        let mut line = String::new();
+        let stdout = child.stdout.take().expect("piped stdout");
+        BufReader::new(stdout)
+            .read_line(&mut line)
+            .expect("read the deputy");
+        assert_eq!(line.trim(), "listening");
+        Deputy(child)
+    }
+}
+
+impl Drop for Deputy {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn ask(h: &FakeHome, flags: &[&OsStr], name: &str, path: &Path) -> String {
+    let (py, fx) = (python(), fixture("deputy.py"));
+    let argv = [
+        py.to_str().expect("UTF-8 python path"),
+        fx.to_str().expect("UTF-8 fixture path"),
+        "ask",
+        name,
+        path.to_str().expect("UTF-8 path"),
+    ];
+    let out = h.run(flags, &argv);
+    assert_success(&out);
+    String::from_utf8_lossy(&out.stdout).trim().to_owned()
+}
+
+#[test]
+fn a_deputy_outside_on_an_abstract_socket_is_refused_and_one_inside_works() {
+    let h = FakeHome::new();
+    let name = format!("strument-sandbox-test-deputy-{}", std::process::id());
+    let _deputy = Deputy::start(&name);
+    // Granted half: the deputy does write outside the roots for whoever
+    // asks unconfined.
+    let free = h.home.join("written-for-an-unconfined-client");
+    let out = output(
+        Command::new(python())
+            .arg(fixture("deputy.py"))
+            .args(["ask", &name])
+            .arg(&free),
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout).trim(),
+        "ok",
+        "{}",
+        show(&out)
+    );
+    assert!(free.exists());
+    // Refused: the same request from inside the sandbox (scope, ABI 6).
+    let outside = h.home.join("written-for-a-confined-client");
+    let answer = ask(&h, &[], &name, &outside);
+    assert_eq!(answer, format!("refused: errno {}", libc::EPERM));
+    assert!(!outside.exists(), "the deputy wrote for a confined command");
+    // Granted: a deputy started inside the same sandbox is reachable.
+    let inside = h.project.join("written-by-a-deputy-inside");
+    let inner = format!("{name}-inside");
+    let script = format!(
+        "{py} {fx} serve {inner} >/dev/null & {py} {fx} ask {inner} {path}; kill $!",
+        py = quoted(&python()),
+        fx = quoted(&fixture("deputy.py")),
+        path = quoted(&inside)
+    );
+    let out = h.sh(&script);
+    assert_success(&out);
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout).trim(),
+        "ok",
+        "{}",
+        show(&out)
+    );
+    assert_eq!(
+        fs::read_to_string(&inside).expect("the inside deputy wrote"),
+        "deputy was here\n"
+    );
+    h.assert_sentinels_intact();
+}
+
+#[test]
+fn below_abi_6_the_abstract_socket_route_is_open_and_reported() {
+    let h = FakeHome::new();
+    let name = format!("strument-sandbox-test-deputy-capped-{}", std::process::id());
+    let _deputy = Deputy::start(&name);
+    let cap = [OsStr::new("--verbose")];
+    let target = h.project.join("reachable-below-abi-6");
+    let mut cmd = Command::new(BIN);
+    cmd.args(["policy", "--json", "--project"]).arg(&h.project);
+    h.env(&mut cmd);
+    cmd.env("STRUMENT_SANDBOX_TEST_ABI_CAP", "5");
+    let out = output(&mut cmd);
+    assert_success(&out);
+    let report: Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    let limitations = report["limitations"].to_string();
+    assert!(
+        limitations.contains("abstract-sockets-reachable"),
+        "{limitations}"
+    );
+    assert!(
+        limitations.contains("unix-sockets-reachable"),
+        "{limitations}"
+    );
+    // And it is what the kernel does at that ABI: the deputy answers.
+    let (py, fx) = (python(), fixture("deputy.py"));
+    let argv = [
+        py.to_str().expect("UTF-8"),
+        fx.to_str().expect("UTF-8"),
+        "ask",
+        &name,
+        target.to_str().expect("UTF-8"),
+    ];
+    let mut cmd = Command::new(BIN);
+    cmd.arg("run")
+        .arg("--project")
+        .arg(&h.project)
+        .args(cap)
+        .arg("--")
+        .args(argv);
+    h.env(&mut cmd);
+    cmd.env("STRUMENT_SANDBOX_TEST_ABI_CAP", "5");
+    let out = output(&mut cmd);
+    assert_success(&out);
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout).trim(),
+        "ok",
+        "{}",
+        show(&out)
+    );
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("abstract unix socket"),
+        "run -v does not report the open route\n{}",
+        show(&out)
+    );
+    assert!(target.exists());
+}
+
+/// A tmux server under a private `TMUX_TMPDIR`, killed on drop.
+struct TmuxServer {
+    tmpdir: PathBuf,
+}
+
+impl TmuxServer {
+    fn tmux(&self) -> Command {
+        let mut cmd = Command::new(require_tool("tmux", "tmux"));
+        cmd.env("TMUX_TMPDIR", &self.tmpdir).args(["-L", "deputy"]);
+        cmd
+    }
+}
+
+impl Drop for TmuxServer {
+    fn drop(&mut self) {
+        let _ = self.tmux().arg("kill-server").output();
+    }
+}
+
+#[test]
+fn with_a_tmux_server_running_policy_and_run_name_it() {
+    let h = FakeHome::new();
+    let tmpdir = h.home.join("tmux-tmpdir");
+    fs::create_dir_all(&tmpdir).expect("mkdir");
+    let server = TmuxServer { tmpdir };
+    let policy = |h: &FakeHome| {
+        let mut cmd = Command::new(BIN);
+        cmd.args(["policy", "--project"]).arg(&h.project);
+        h.env(&mut cmd);
+        cmd.env("TMUX_TMPDIR", &server.tmpdir);
+        let out = output(&mut cmd);
+        assert_success(&out);
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    // No server yet: nothing named.
+    assert!(!policy(&h).contains("reachable: tmux"), "{}", policy(&h));
+    let out = output(server.tmux().args(["new-session", "-d", "sleep", "60"]));
+    assert_success(&out);
+    let uid = fs::metadata("/proc/self").map(|m| std::os::unix::fs::MetadataExt::uid(&m));
+    let socket = server
+        .tmpdir
+        .join(format!("tmux-{}", uid.expect("own uid")))
+        .join("deputy");
+    let text = policy(&h);
+    let line = text
+        .lines()
+        .find(|l| l.starts_with("reachable: tmux"))
+        .unwrap_or_else(|| panic!("policy does not name the tmux server\n{text}"));
+    assert!(line.contains(&socket.display().to_string()), "{line}");
+    assert!(line.contains("run-shell") && line.contains("7.1"), "{line}");
+    // run says it too, on standard error, once, before the command.
+    let mut cmd = Command::new(BIN);
+    cmd.args(["run", "--project"])
+        .arg(&h.project)
+        .args(["--", "echo", "command-output"]);
+    h.env(&mut cmd);
+    cmd.env("TMUX_TMPDIR", &server.tmpdir);
+    let out = output(&mut cmd);
+    assert_success(&out);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(
+        stderr.matches("reachable: tmux").count(),
+        1,
+        "{}",
+        show(&out)
+    );
+    // JSON for programs.
+    let mut cmd = Command::new(BIN);
+    cmd.args(["policy", "--json", "--project"]).arg(&h.project);
+    h.env(&mut cmd);
+    cmd.env("TMUX_TMPDIR", &server.tmpdir);
+    let out = output(&mut cmd);
+    let report: Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    let services = report["reachable_services"].as_array().expect("a list");
+    assert!(
+        services
+            .iter()
+            .any(|s| s["kind"] == "tmux" && s["path"] == socket.to_str().expect("UTF-8")),
+        "{report}"
+    );
+}
+
+#[test]
+fn a_later_run_can_stop_a_server_an_earlier_run_started() {
+    // The signal scope is deliberately not asked for (doc/security.md):
+    // each run is its own Landlock domain, and with the scope a second
+    // command could not stop a server the first one started.
+    let h = FakeHome::new();
+    let pidfile = h.project.join("server.pid");
+    let out = h.sh(&format!(
+        "sleep 60 >/dev/null 2>&1 & echo $! > {}",
+        quoted(&pidfile)
+    ));
+    assert_success(&out);
+    let pid = fs::read_to_string(&pidfile).expect("pid file");
+    let pid = pid.trim();
+    let out = h.run(&[], &["kill", pid]);
+    assert_success(&out);
+    // Gone (or a zombie reparented to init, reaped shortly).
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    while Path::new(&format!("/proc/{pid}/cmdline")).exists()
+        && fs::read(format!("/proc/{pid}/cmdline")).is_ok_and(|c| !c.is_empty())
+        && std::time::Instant::now() < deadline
+    {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    assert!(
+        fs::read(format!("/proc/{pid}/cmdline")).map_or(true, |c| c.is_empty()),
+        "the server started by the first run is still running"
+    );
+}
+
+#[test]
+fn with_the_signal_scope_a_later_command_could_not_stop_that_server() {
+    // The evidence for leaving the signal scope out: a domain that asks for
+    // it cannot signal a process started outside it, which is what a
+    // server started by an earlier command is (each run its own domain).
+    super::support::in_child(
+        "suite::deputies::with_the_signal_scope_a_later_command_could_not_stop_that_server",
+        || {
+            use landlock::{ABI, AccessFs, Ruleset, RulesetAttr, Scope};
+            // Started before the domain exists: outside it. It ends by itself
+            // (this domain may not even kill it), and this process exits first.
+            #[allow(clippy::zombie_processes)]
+            let server = Command::new("sleep")
+                .arg("10")
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .expect("start a stand-in server");
+            Ruleset::default()
+                .handle_access(AccessFs::from_write(ABI::V3))
+                .and_then(|r| r.scope(Scope::Signal))
+                .and_then(Ruleset::create)
+                .and_then(|r| r.restrict_self())
+                .expect("a domain with the signal scope (ABI 6)");
+            let out = output(Command::new("kill").arg(server.id().to_string()));
+            assert!(!out.status.success(), "kill got through the signal scope");
+            assert!(
+                String::from_utf8_lossy(&out.stderr).contains("not permitted"),
+                "{}",
+                show(&out)
+            );
+        },
+    );
+    // Granted half: the same kill, without the scope, stops such a server.
+    let mut server = Command::new("sleep")
+        .arg("60")
+        .spawn()
+        .expect("start a stand-in server");
+    let out = output(Command::new("kill").arg(server.id().to_string()));
+    assert_success(&out);
+    let status = server.wait().expect("reap the server");
+    assert!(!status.success(), "the server was stopped by the kill");
+}
