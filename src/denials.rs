@@ -116,7 +116,7 @@ impl Denial {
     /// use std::process::Command;
     /// use strument_sandbox::{Advice, Policy};
     ///
-    /// let prepared = Policy { writable: vec!["/home/me/project".into()] }.prepare()?;
+    /// let prepared = Policy { writable: vec!["/home/me/project".into()], ..Policy::default() }.prepare()?;
     /// let audited = prepared.status_with_denials(&mut Command::new("make"))?;
     /// for denial in &audited.denials {
     ///     if let Some(Advice::Allow(path)) = denial.advice(prepared.report()) {
