@@ -47,6 +47,7 @@ mod services;
 mod sockets;
 mod sys;
 mod terminal;
+mod tripwire;
 mod writable;
 
 pub use abi::Feature;
@@ -57,6 +58,7 @@ pub use policy::{Granted, Policy, Prepared, Report, RootKind, SkipReason, Skippe
 pub use probe::{Availability, Limitation, ProbeError, probe};
 pub use services::{Service, ServiceKind, reachable_services};
 pub use sockets::{GrantedSocket, SkippedSocket, Socket, SocketReason, default_sockets};
+pub use tripwire::{Change, ChangeKind, Snapshot};
 pub use writable::{create_missing_caches, default_writable};
 
 // The README's examples are compiled (and type-checked) as doctests.

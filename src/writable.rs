@@ -335,7 +335,7 @@ const MAX_POINTER_FILE: u64 = 64 * 1024;
 /// Reads a pointer file git wrote (`.git`, `commondir`), refusing, with
 /// the reason, anything that is not a small regular file: reading a fifo
 /// would wait forever for a writer, and `/dev/zero` would never end.
-fn read_pointer_file(path: &Path) -> io::Result<Result<Vec<u8>, String>> {
+pub(crate) fn read_pointer_file(path: &Path) -> io::Result<Result<Vec<u8>, String>> {
     // O_NONBLOCK: opening a fifo must not wait for a writer either.
     let file = std::fs::OpenOptions::new()
         .read(true)

@@ -1,0 +1,797 @@
+//! A tripwire over the files that run later, outside the sandbox.
+//!
+//! The project is writable, and Landlock cannot carve a read-only hole in a
+//! granted directory, so a confined command can plant code that the user
+//! runs later, unconfined: a git hook, a `core.fsmonitor` line in
+//! `.git/config`, an `.envrc`, an editor task. The sandbox cannot refuse
+//! those writes without refusing `git commit` too; with a human watching,
+//! it reports every change to them instead.
+//!
+//! A [`Snapshot`] records the identity of each such file from its metadata
+//! alone (`lstat`: device, inode, size, modification and change times, mode
+//! and file type; `readlink` for a symlink), which no write can preserve,
+//! and never reads a file's contents. [`Snapshot::changes`] compares it with
+//! the files as they are now.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt;
+use std::fs;
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+
+use crate::policy::{Prepared, RootKind};
+use crate::writable::{parse_git_pointer, read_pointer_file};
+
+/// How deep `.git/modules` is searched for submodules' git directories: a
+/// submodule at `libs/net/tls` keeps its own under `modules/libs/net/tls`.
+const MODULES_DEPTH: usize = 6;
+
+/// The project's files, relative to its root, that a program outside the
+/// sandbox runs or obeys without asking.
+const PROJECT_FILES: [(&str, Runs); 3] = [
+    (".envrc", Runs::Envrc),
+    (".vscode/tasks.json", Runs::VscodeTasks),
+    (".vscode/settings.json", Runs::VscodeSettings),
+];
+
+/// What a watched file is, which says why a change to it matters.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Runs {
+    /// `.git` in the project: a directory, a `gitdir:` file or a symlink.
+    DotGit,
+    /// A worktree's `commondir` pointer.
+    CommonDir,
+    /// A git directory's `config` or `config.worktree`.
+    GitConfig,
+    /// The `hooks` directory itself.
+    HooksDir,
+    /// One entry of `hooks/`.
+    Hook,
+    /// The `info` directory itself.
+    InfoDir,
+    /// One entry of `info/`.
+    Info,
+    /// direnv's `.envrc`.
+    Envrc,
+    /// `.vscode/tasks.json`.
+    VscodeTasks,
+    /// `.vscode/settings.json`.
+    VscodeSettings,
+}
+
+/// The metadata a write cannot preserve, as `lstat` and `readlink` see it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Identity {
+    dev: u64,
+    ino: u64,
+    /// File type and permission bits.
+    mode: u32,
+    size: u64,
+    mtime: (i64, i64),
+    ctime: (i64, i64),
+    /// Where a symlink points.
+    target: Option<PathBuf>,
+}
+
+impl Identity {
+    fn of(path: &Path) -> Option<Identity> {
+        let meta = fs::symlink_metadata(path).ok()?;
+        let ft = meta.file_type();
+        let target = if ft.is_symlink() {
+            fs::read_link(path).ok()
+        } else {
+            None
+        };
+        // A directory is watched for being replaced, not for its entries
+        // changing (git itself creates and removes files in `.git` all the
+        // time): its size and times are left out.
+        let (size, mtime, ctime) = if ft.is_dir() {
+            (0, (0, 0), (0, 0))
+        } else {
+            (
+                meta.size(),
+                (meta.mtime(), meta.mtime_nsec()),
+                (meta.ctime(), meta.ctime_nsec()),
+            )
+        };
+        Some(Identity {
+            dev: meta.dev(),
+            ino: meta.ino(),
+            mode: meta.mode(),
+            size,
+            mtime,
+            ctime,
+            target,
+        })
+    }
+
+    fn file_type(&self) -> u32 {
+        self.mode & libc::S_IFMT
+    }
+
+    fn is_symlink(&self) -> bool {
+        self.file_type() == libc::S_IFLNK
+    }
+
+    fn is_executable(&self) -> bool {
+        self.mode & 0o111 != 0
+    }
+
+    /// What kind of file this is, for a person.
+    fn type_name(&self) -> &'static str {
+        match self.file_type() {
+            libc::S_IFREG => "a regular file",
+            libc::S_IFDIR => "a directory",
+            libc::S_IFLNK => "a symlink",
+            libc::S_IFIFO => "a fifo",
+            libc::S_IFSOCK => "a socket",
+            libc::S_IFCHR => "a character device",
+            libc::S_IFBLK => "a block device",
+            _ => "a file of unknown type",
+        }
+    }
+}
+
+/// A watched path: what it is, and its identity when the snapshot was
+/// taken (`None`: it did not exist).
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Entry {
+    runs: Runs,
+    identity: Option<Identity>,
+}
+
+/// How a watched file changed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ChangeKind {
+    /// It did not exist and now does.
+    Created,
+    /// Its contents, owner, permissions or times changed (a symlink: its
+    /// target), or it was replaced by another file of the same type.
+    Modified,
+    /// It existed and is gone.
+    Deleted,
+    /// It had no execute permission and now has some (its contents may
+    /// have changed too).
+    MadeExecutable,
+    /// It is now a symlink, and was something else.
+    ReplacedBySymlink,
+    /// It is now another type of file (a directory where a file was, say),
+    /// and not a symlink.
+    Replaced,
+}
+
+impl ChangeKind {
+    /// A short, stable name for programs: `created`, `modified`, `deleted`,
+    /// `made-executable`, `replaced-by-symlink` or `replaced`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use strument_sandbox::ChangeKind;
+    /// assert_eq!(ChangeKind::MadeExecutable.name(), "made-executable");
+    /// ```
+    #[must_use]
+    pub fn name(&self) -> &'static str {
+        match self {
+            ChangeKind::Created => "created",
+            ChangeKind::Modified => "modified",
+            ChangeKind::Deleted => "deleted",
+            ChangeKind::MadeExecutable => "made-executable",
+            ChangeKind::ReplacedBySymlink => "replaced-by-symlink",
+            ChangeKind::Replaced => "replaced",
+        }
+    }
+}
+
+/// One change to a file that runs later, outside the sandbox.
+///
+/// Its `Display` is the line a person reads:
+/// `.git/hooks/pre-commit was created: git runs it outside the sandbox at your next commit`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Change {
+    /// The file, absolute.
+    pub path: PathBuf,
+    /// The file as a person names it: relative to the project when it is
+    /// inside, absolute otherwise.
+    pub name: PathBuf,
+    /// What happened to it.
+    pub kind: ChangeKind,
+    /// Where it points now, when it is a symlink.
+    pub target: Option<PathBuf>,
+    /// Why it matters: who runs or obeys the file, and when.
+    pub why: String,
+    /// What the file is now, when it was replaced (`a directory`, …).
+    now: Option<&'static str>,
+}
+
+impl fmt::Display for Change {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let name = self.name.display();
+        match (self.kind, &self.target) {
+            (ChangeKind::Created, Some(target)) => {
+                write!(f, "{name} was created as a symlink to {}", target.display())?
+            }
+            (ChangeKind::Created, None) => write!(f, "{name} was created")?,
+            (ChangeKind::Modified, Some(target)) => {
+                write!(f, "{name} was changed to point to {}", target.display())?;
+            }
+            (ChangeKind::Modified, None) => write!(f, "{name} was modified")?,
+            (ChangeKind::Deleted, _) => write!(f, "{name} was deleted")?,
+            (ChangeKind::MadeExecutable, _) => write!(f, "{name} was made executable")?,
+            (ChangeKind::ReplacedBySymlink, target) => write!(
+                f,
+                "{name} was replaced by a symlink to {}",
+                target.as_deref().unwrap_or(Path::new("?")).display()
+            )?,
+            (ChangeKind::Replaced, _) => write!(
+                f,
+                "{name} was replaced by {}",
+                self.now.unwrap_or("another kind of file")
+            )?,
+        }
+        write!(f, ": {}", self.why)
+    }
+}
+
+/// The identity of every file under a project that runs later, outside the
+/// sandbox, at one moment.
+///
+/// Watched, for the project and for each git directory it uses (its `.git`,
+/// a worktree's own git directory and the common one, every submodule's
+/// under `modules/`): `config`, `config.worktree`, every entry of `hooks/`
+/// but git's inert `*.sample` files, every entry of `info/`, the `hooks`
+/// and `info` directories themselves, the `.git` pointer and a worktree's
+/// `commondir`; in the project, `.envrc`, `.vscode/tasks.json` and
+/// `.vscode/settings.json`. Files that do not exist yet are watched too: a
+/// hook appearing is the change that matters most.
+///
+/// The git directories are found once, when the snapshot is taken; a
+/// later snapshot ([`Snapshot::again`]) watches the same ones, so that a
+/// rewritten `.git` file is reported, not followed.
+///
+/// # Examples
+///
+/// ```no_run
+/// use std::process::Command;
+/// use strument_sandbox::{Policy, Snapshot, default_writable};
+///
+/// let project = std::path::Path::new("/home/me/project");
+/// let prepared = Policy { writable: default_writable(project, None, &[])? }.prepare()?;
+/// let before = Snapshot::take(&prepared);
+/// let mut cmd = Command::new("make");
+/// prepared.confine(&mut cmd);
+/// cmd.status()?;
+/// for change in before.changes() {
+///     eprintln!("{change}"); // ".git/hooks/pre-commit was created: git runs it …"
+/// }
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Snapshot {
+    project: PathBuf,
+    /// `.git` in the project, then the git directories it leads to.
+    git_dirs: Vec<PathBuf>,
+    entries: BTreeMap<PathBuf, Entry>,
+}
+
+impl Snapshot {
+    /// Takes a snapshot of the files that run later under the project a
+    /// prepared policy confines a command to: its first granted directory,
+    /// which is the project root for a policy built by
+    /// [`default_writable`](crate::default_writable). With no granted
+    /// directory there is nothing to watch and every comparison is empty.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// use strument_sandbox::{Policy, Snapshot};
+    /// let prepared = Policy { writable: vec!["/home/me/project".into()] }.prepare()?;
+    /// let snapshot = Snapshot::take(&prepared);
+    /// assert_eq!(snapshot.project(), std::path::Path::new("/home/me/project"));
+    /// # Ok::<(), strument_sandbox::ApplyError>(())
+    /// ```
+    #[must_use]
+    pub fn take(prepared: &Prepared) -> Snapshot {
+        let project = prepared
+            .report()
+            .granted
+            .iter()
+            .find(|g| g.kind == RootKind::Directory)
+            .map(|g| g.path.clone());
+        match project {
+            Some(project) => Snapshot::of_project(&project),
+            None => Snapshot {
+                project: PathBuf::new(),
+                git_dirs: Vec::new(),
+                entries: BTreeMap::new(),
+            },
+        }
+    }
+
+    /// Takes a snapshot of the files that run later under `project`, an
+    /// absolute path (a relative one is taken against the current
+    /// directory, as the file system does).
+    ///
+    /// Nothing here fails: a file that cannot be examined is recorded as
+    /// absent, so a change that makes it unreadable is reported as a
+    /// deletion rather than missed.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use strument_sandbox::{ChangeKind, Snapshot};
+    ///
+    /// let project = tempfile::tempdir()?;
+    /// std::fs::create_dir_all(project.path().join(".git/hooks"))?;
+    /// let before = Snapshot::of_project(project.path());
+    /// std::fs::write(project.path().join(".git/hooks/pre-commit"), "#!/bin/sh\n")?;
+    /// std::fs::write(project.path().join("main.rs"), "fn main() {}\n")?; // not watched
+    ///
+    /// let changes = before.changes();
+    /// assert_eq!(changes.len(), 1);
+    /// assert_eq!(changes[0].kind, ChangeKind::Created);
+    /// assert_eq!(changes[0].name, std::path::Path::new(".git/hooks/pre-commit"));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    #[must_use]
+    pub fn of_project(project: &Path) -> Snapshot {
+        let project = project.to_path_buf();
+        let git_dirs = git_dirs(&project);
+        let entries = watch(&project, &git_dirs);
+        Snapshot {
+            project,
+            git_dirs,
+            entries,
+        }
+    }
+
+    /// The project root this snapshot watches.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let snapshot = strument_sandbox::Snapshot::of_project("/no/such/project".as_ref());
+    /// assert_eq!(snapshot.project(), std::path::Path::new("/no/such/project"));
+    /// assert!(snapshot.changes().is_empty());
+    /// ```
+    #[must_use]
+    pub fn project(&self) -> &Path {
+        &self.project
+    }
+
+    /// The paths watched, in order, whether they exist or not.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let project = tempfile::tempdir()?;
+    /// let snapshot = strument_sandbox::Snapshot::of_project(project.path());
+    /// assert!(snapshot.watched().any(|p| p.ends_with(".envrc")));
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn watched(&self) -> impl Iterator<Item = &Path> {
+        self.entries.keys().map(PathBuf::as_path)
+    }
+
+    /// A new snapshot of the same files as they are now: the same git
+    /// directories, their `hooks/`, `info/` and `modules/` listed afresh.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let project = tempfile::tempdir()?;
+    /// let first = strument_sandbox::Snapshot::of_project(project.path());
+    /// std::fs::write(project.path().join(".envrc"), "use nix\n")?;
+    /// let second = first.again();
+    /// assert_eq!(first.compare(&second).len(), 1);
+    /// assert!(second.changes().is_empty());
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    #[must_use]
+    pub fn again(&self) -> Snapshot {
+        Snapshot {
+            project: self.project.clone(),
+            git_dirs: self.git_dirs.clone(),
+            entries: watch(&self.project, &self.git_dirs),
+        }
+    }
+
+    /// What changed between this snapshot and `later`, one [`Change`] per
+    /// file, in path order.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use strument_sandbox::{ChangeKind, Snapshot};
+    /// let project = tempfile::tempdir()?;
+    /// std::fs::write(project.path().join(".envrc"), "use nix\n")?;
+    /// let before = Snapshot::of_project(project.path());
+    /// std::fs::remove_file(project.path().join(".envrc"))?;
+    /// let changes = before.compare(&before.again());
+    /// assert_eq!(changes[0].kind, ChangeKind::Deleted);
+    /// assert!(changes[0].to_string().starts_with(".envrc was deleted: direnv"));
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    #[must_use]
+    pub fn compare(&self, later: &Snapshot) -> Vec<Change> {
+        let paths: BTreeSet<&PathBuf> = self.entries.keys().chain(later.entries.keys()).collect();
+        let mut changes = Vec::new();
+        for path in paths {
+            let before = self.entries.get(path);
+            let after = later.entries.get(path);
+            let Some(runs) = after.or(before).map(|e| e.runs) else {
+                continue;
+            };
+            let before = before.and_then(|e| e.identity.as_ref());
+            let after = after.and_then(|e| e.identity.as_ref());
+            let Some(kind) = change_kind(before, after) else {
+                continue;
+            };
+            let now = after.map(Identity::type_name);
+            changes.push(Change {
+                path: path.clone(),
+                name: path.strip_prefix(&self.project).map_or_else(
+                    |_| path.clone(),
+                    |p| {
+                        if p.as_os_str().is_empty() {
+                            path.clone()
+                        } else {
+                            p.to_path_buf()
+                        }
+                    },
+                ),
+                kind,
+                target: after.and_then(|a| a.target.clone()),
+                why: why(runs, path, kind),
+                now,
+            });
+        }
+        changes
+    }
+
+    /// What changed since this snapshot was taken: [`Snapshot::compare`]
+    /// with [`Snapshot::again`]. Call it after each command, and once more
+    /// at the end of a session: a process a command left running can
+    /// change a file after the command itself returned.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let project = tempfile::tempdir()?;
+    /// let snapshot = strument_sandbox::Snapshot::of_project(project.path());
+    /// assert!(snapshot.changes().is_empty());
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    #[must_use]
+    pub fn changes(&self) -> Vec<Change> {
+        self.compare(&self.again())
+    }
+}
+
+fn change_kind(before: Option<&Identity>, after: Option<&Identity>) -> Option<ChangeKind> {
+    Some(match (before, after) {
+        (None, None) => return None,
+        (None, Some(_)) => ChangeKind::Created,
+        (Some(_), None) => ChangeKind::Deleted,
+        (Some(b), Some(a)) if a == b => return None,
+        (Some(b), Some(a)) if a.file_type() != b.file_type() => {
+            if a.is_symlink() {
+                ChangeKind::ReplacedBySymlink
+            } else {
+                ChangeKind::Replaced
+            }
+        }
+        (Some(b), Some(a)) if !b.is_executable() && a.is_executable() && !a.is_symlink() => {
+            ChangeKind::MadeExecutable
+        }
+        _ => ChangeKind::Modified,
+    })
+}
+
+/// The git directories of `project`: where its `.git` leads, then a
+/// worktree's common directory. A `.git` that cannot be read or parsed
+/// leads nowhere; the `.git` entry itself is watched regardless.
+fn git_dirs(project: &Path) -> Vec<PathBuf> {
+    let dotgit = project.join(".git");
+    let Ok(meta) = fs::symlink_metadata(&dotgit) else {
+        return Vec::new();
+    };
+    let gitdir = if meta.is_file() {
+        match read_pointer_file(&dotgit) {
+            Ok(Ok(bytes)) => match parse_git_pointer(&bytes, "gitdir: ") {
+                Ok(p) => canonical(project.join(p)),
+                Err(_) => return Vec::new(),
+            },
+            _ => return Vec::new(),
+        }
+    } else {
+        dotgit
+    };
+    let mut dirs = vec![gitdir.clone()];
+    if let Ok(Ok(bytes)) = read_pointer_file(&gitdir.join("commondir")) {
+        if let Ok(common) = parse_git_pointer(&bytes, "") {
+            dirs.push(canonical(gitdir.join(common)));
+        }
+    }
+    dirs
+}
+
+/// `path` with symlinks and `..` resolved, as git resolves a pointer, so a
+/// report names `/src/app/.git/hooks`, not `…/worktrees/x/../../hooks`.
+fn canonical(path: PathBuf) -> PathBuf {
+    fs::canonicalize(&path).unwrap_or(path)
+}
+
+/// The identity of every watched path, now.
+fn watch(project: &Path, git_dirs: &[PathBuf]) -> BTreeMap<PathBuf, Entry> {
+    let mut entries = BTreeMap::new();
+    if project.as_os_str().is_empty() {
+        return entries;
+    }
+    let mut add = |path: PathBuf, runs: Runs| {
+        let identity = Identity::of(&path);
+        entries.insert(path, Entry { runs, identity });
+    };
+    add(project.join(".git"), Runs::DotGit);
+    for (rel, runs) in PROJECT_FILES {
+        add(project.join(rel), runs);
+    }
+    for dir in git_dirs {
+        watch_git_dir(dir, MODULES_DEPTH, &mut add);
+    }
+    entries
+}
+
+fn watch_git_dir(dir: &Path, depth: usize, add: &mut dyn FnMut(PathBuf, Runs)) {
+    add(dir.join("config"), Runs::GitConfig);
+    add(dir.join("config.worktree"), Runs::GitConfig);
+    add(dir.join("commondir"), Runs::CommonDir);
+    add(dir.join("hooks"), Runs::HooksDir);
+    for name in list(&dir.join("hooks")) {
+        // git never runs `pre-commit.sample`; renaming it makes a new name,
+        // which is reported.
+        if !name.to_string_lossy().ends_with(".sample") {
+            add(dir.join("hooks").join(name), Runs::Hook);
+        }
+    }
+    add(dir.join("info"), Runs::InfoDir);
+    for name in list(&dir.join("info")) {
+        add(dir.join("info").join(name), Runs::Info);
+    }
+    watch_modules(&dir.join("modules"), depth, add);
+}
+
+/// Submodules' git directories under `modules/`, found by their `HEAD`.
+fn watch_modules(dir: &Path, depth: usize, add: &mut dyn FnMut(PathBuf, Runs)) {
+    if depth == 0 {
+        return;
+    }
+    for name in list(dir) {
+        let sub = dir.join(name);
+        if !fs::symlink_metadata(&sub).is_ok_and(|m| m.is_dir()) {
+            continue;
+        }
+        if fs::symlink_metadata(sub.join("HEAD")).is_ok() {
+            watch_git_dir(&sub, depth - 1, add);
+        } else {
+            watch_modules(&sub, depth - 1, add);
+        }
+    }
+}
+
+/// The names in a directory; none when it cannot be read.
+fn list(dir: &Path) -> Vec<std::ffi::OsString> {
+    let Ok(entries) = fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    entries
+        .filter_map(|e| e.ok().map(|e| e.file_name()))
+        .collect()
+}
+
+/// Why a change to `path` matters, for a person.
+fn why(runs: Runs, path: &Path, kind: ChangeKind) -> String {
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    match runs {
+        Runs::DotGit => "it tells git where the repository is: git outside the sandbox runs the \
+             hooks and obeys the config it finds there"
+            .into(),
+        Runs::CommonDir => "it tells git where the worktree's repository is: git outside the \
+             sandbox runs the hooks and obeys the config it finds there"
+            .into(),
+        Runs::GitConfig => "git obeys it outside the sandbox on every command; settings there \
+             run programs (core.hooksPath, core.fsmonitor, core.pager, core.sshCommand, \
+             filters, aliases, include)"
+            .into(),
+        Runs::HooksDir => "git runs the hooks in it outside the sandbox".into(),
+        Runs::Hook if kind == ChangeKind::Deleted => {
+            format!("git no longer runs it {}", hook_when(&name))
+        }
+        Runs::Hook => format!("git runs it outside the sandbox {}", hook_when(&name)),
+        Runs::InfoDir => "git obeys the files in it outside the sandbox".into(),
+        Runs::Info if name == "attributes" => "git obeys it outside the sandbox: it picks the \
+             filter and diff programs git runs on files"
+            .into(),
+        Runs::Info => "git reads it outside the sandbox".into(),
+        Runs::Envrc => "direnv runs it in your shell, outside the sandbox, when you enter the \
+             directory (once allowed)"
+            .into(),
+        Runs::VscodeTasks => "VS Code runs its tasks outside the sandbox (one marked \
+             runOn: folderOpen as soon as the folder opens)"
+            .into(),
+        Runs::VscodeSettings => "VS Code obeys it outside the sandbox: settings there name \
+             programs it runs (formatters, linters, interpreters, terminal environment)"
+            .into(),
+    }
+}
+
+/// When git runs a hook of this name.
+fn hook_when(name: &str) -> &'static str {
+    match name {
+        "pre-commit" | "prepare-commit-msg" | "commit-msg" | "post-commit" | "pre-merge-commit" => {
+            "at your next commit"
+        }
+        "pre-push" => "at your next push",
+        "post-checkout" => "at your next checkout, switch or clone",
+        "post-merge" => "at your next merge or pull",
+        "pre-rebase" => "at your next rebase",
+        "post-rewrite" => "at your next amend or rebase",
+        "reference-transaction" => "whenever a ref changes (commit, fetch, checkout, …)",
+        "post-index-change" => "whenever the index is written (status, add, checkout, …)",
+        "fsmonitor-watchman" => "on every command reading the index, if core.fsmonitor names it",
+        "pre-auto-gc" => "before an automatic gc, which many commands start",
+        "applypatch-msg" | "pre-applypatch" | "post-applypatch" => "at your next `git am`",
+        "sendemail-validate" => "at your next `git send-email`",
+        "pre-receive" | "update" | "post-receive" | "post-update" | "proc-receive"
+        | "push-to-checkout" => "when something is pushed into this repository",
+        _ => "if a tool (git, a hook manager) knows a hook of that name",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::PermissionsExt;
+
+    fn project() -> tempfile::TempDir {
+        let dir = tempfile::tempdir().expect("tempdir");
+        fs::create_dir_all(dir.path().join(".git/hooks")).expect("hooks");
+        fs::create_dir_all(dir.path().join(".git/info")).expect("info");
+        fs::write(dir.path().join(".git/config"), "[core]\n").expect("config");
+        fs::write(dir.path().join(".git/HEAD"), "ref: refs/heads/main\n").expect("HEAD");
+        dir
+    }
+
+    fn kinds(changes: &[Change]) -> Vec<(String, &'static str)> {
+        changes
+            .iter()
+            .map(|c| (c.name.to_string_lossy().into_owned(), c.kind.name()))
+            .collect()
+    }
+
+    #[test]
+    fn each_kind_of_change_is_told_apart() {
+        let dir = project();
+        let p = dir.path();
+        fs::write(p.join(".git/hooks/pre-push"), "#!/bin/sh\n").expect("write");
+        fs::write(p.join(".git/hooks/post-merge"), "#!/bin/sh\n").expect("write");
+        fs::write(p.join(".envrc"), "use nix\n").expect("write");
+        fs::write(p.join(".git/info/attributes"), "").expect("write");
+        let before = Snapshot::of_project(p);
+        assert!(before.changes().is_empty(), "nothing changed yet");
+
+        fs::write(p.join(".git/hooks/pre-commit"), "#!/bin/sh\n").expect("create");
+        fs::write(p.join(".git/config"), "[core]\n\tfsmonitor = x\n").expect("modify");
+        fs::remove_file(p.join(".envrc")).expect("delete");
+        fs::set_permissions(
+            p.join(".git/hooks/pre-push"),
+            fs::Permissions::from_mode(0o755),
+        )
+        .expect("chmod");
+        fs::remove_file(p.join(".git/hooks/post-merge")).expect("rm");
+        std::os::unix::fs::symlink("/bin/true", p.join(".git/hooks/post-merge")).expect("ln");
+        fs::remove_file(p.join(".git/info/attributes")).expect("rm");
+        fs::create_dir(p.join(".git/info/attributes")).expect("mkdir");
+        fs::write(p.join(".git/hooks/pre-commit.sample"), "inert").expect("sample");
+        fs::write(p.join("src.rs"), "not watched").expect("write");
+
+        let changes = before.changes();
+        assert_eq!(
+            kinds(&changes),
+            [
+                (".envrc".into(), "deleted"),
+                (".git/config".into(), "modified"),
+                (".git/hooks/post-merge".into(), "replaced-by-symlink"),
+                (".git/hooks/pre-commit".into(), "created"),
+                (".git/hooks/pre-push".into(), "made-executable"),
+                (".git/info/attributes".into(), "replaced"),
+            ]
+        );
+        assert_eq!(
+            changes[3].to_string(),
+            ".git/hooks/pre-commit was created: git runs it outside the sandbox at your next commit"
+        );
+        assert!(
+            changes[2]
+                .to_string()
+                .starts_with(".git/hooks/post-merge was replaced by a symlink to /bin/true: ")
+        );
+        assert!(changes[5].to_string().contains("replaced by a directory"));
+        assert_eq!(changes[2].target.as_deref(), Some(Path::new("/bin/true")));
+    }
+
+    #[test]
+    fn a_rename_over_a_file_is_a_modification() {
+        let dir = project();
+        let p = dir.path();
+        let before = Snapshot::of_project(p);
+        // Same size, same mode, the mtime set back: the inode still differs.
+        let meta = fs::metadata(p.join(".git/config")).expect("stat");
+        fs::write(p.join("evil"), "[core]\n").expect("write");
+        fs::rename(p.join("evil"), p.join(".git/config")).expect("rename");
+        assert_eq!(
+            fs::metadata(p.join(".git/config")).expect("stat").len(),
+            meta.len()
+        );
+        assert_eq!(
+            kinds(&before.changes()),
+            [(".git/config".into(), "modified")]
+        );
+    }
+
+    #[test]
+    fn worktrees_and_submodules_are_followed() {
+        let main = project();
+        let m = main.path();
+        let wt_git = m.join(".git/worktrees/feature");
+        fs::create_dir_all(&wt_git).expect("mkdir");
+        fs::write(wt_git.join("commondir"), "../..\n").expect("commondir");
+        let sub_git = m.join(".git/modules/libs/tls");
+        fs::create_dir_all(sub_git.join("hooks")).expect("mkdir");
+        fs::write(sub_git.join("HEAD"), "ref: refs/heads/main\n").expect("HEAD");
+        let worktree = tempfile::tempdir().expect("tempdir");
+        let w = worktree.path();
+        fs::write(w.join(".git"), format!("gitdir: {}\n", wt_git.display())).expect(".git");
+
+        let before = Snapshot::of_project(w);
+        fs::write(m.join(".git/hooks/pre-commit"), "x").expect("main hook");
+        fs::write(wt_git.join("config.worktree"), "x").expect("worktree config");
+        fs::write(sub_git.join("hooks/pre-commit"), "x").expect("submodule hook");
+        let changes = before.changes();
+        let names: Vec<PathBuf> = changes.iter().map(|c| c.path.clone()).collect();
+        let wt_git = wt_git.canonicalize().expect("canonical");
+        assert!(names.contains(&wt_git.join("config.worktree")), "{names:?}");
+        let m = m.canonicalize().expect("canonical");
+        assert!(
+            names.contains(&m.join(".git/hooks/pre-commit")),
+            "{names:?}"
+        );
+        assert!(
+            names.contains(&m.join(".git/modules/libs/tls/hooks/pre-commit")),
+            "{names:?}"
+        );
+        assert_eq!(changes.len(), 3, "{names:?}");
+
+        // A rewritten pointer is reported, and not followed.
+        fs::write(w.join(".git"), "gitdir: /elsewhere\n").expect("rewrite");
+        let changes = before.changes();
+        assert!(changes.iter().any(|c| c.name == Path::new(".git")));
+        assert_eq!(changes.len(), 4);
+    }
+
+    #[test]
+    fn git_busy_in_its_own_directory_is_not_a_change() {
+        let dir = project();
+        let p = dir.path();
+        let before = Snapshot::of_project(p);
+        fs::write(p.join(".git/index.lock"), "").expect("lock");
+        fs::create_dir_all(p.join(".git/objects/ab")).expect("objects");
+        fs::remove_file(p.join(".git/index.lock")).expect("unlock");
+        assert!(before.changes().is_empty());
+    }
+}
