@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 use crate::abi::Feature;
 use crate::explain::Verdict;
 use crate::policy::{Prepared, Report};
+use crate::supervise::SignalForwarder;
 use crate::sys;
 
 /// `AUDIT_GET`: asks for the audit status.
@@ -285,6 +286,43 @@ impl Prepared {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn status_with_denials(&self, cmd: &mut Command) -> Result<Audited, DenialLogError> {
+        self.status_with_denials_via(cmd, None)
+    }
+
+    /// [`Prepared::status_with_denials`], waiting for the command with
+    /// `forwarder`: signals sent to the caller reach the command, and job
+    /// control keeps working (see [`SignalForwarder`]). Install the
+    /// forwarder before calling this.
+    ///
+    /// # Errors
+    ///
+    /// As [`Prepared::status_with_denials`].
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// use std::process::Command;
+    /// use strument_sandbox::{Policy, SignalForwarder};
+    ///
+    /// let prepared = Policy { writable: vec!["/home/me/project".into()] }.prepare()?;
+    /// let forwarder = SignalForwarder::install()?;
+    /// let audited = prepared.status_with_denials_forwarding(&mut Command::new("make"), &forwarder)?;
+    /// println!("{} refused", audited.denials.len());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn status_with_denials_forwarding(
+        &self,
+        cmd: &mut Command,
+        forwarder: &SignalForwarder,
+    ) -> Result<Audited, DenialLogError> {
+        self.status_with_denials_via(cmd, Some(forwarder))
+    }
+
+    fn status_with_denials_via(
+        &self,
+        cmd: &mut Command,
+        forwarder: Option<&SignalForwarder>,
+    ) -> Result<Audited, DenialLogError> {
         if !self.availability.has(Feature::AuditLog) {
             return Err(DenialLogError::Abi {
                 abi: self.availability.abi,
@@ -301,13 +339,26 @@ impl Prepared {
             self.filter.clone(),
             sys::RESTRICT_SELF_LOG_NEW_EXEC_ON,
         );
+        if let Some(forwarder) = forwarder {
+            forwarder.unblock_in(cmd);
+        }
         let mut child = cmd.spawn().map_err(DenialLogError::Spawn)?;
         let mut log = Log::new(child.id());
-        let status = loop {
-            if let Some(status) = child.try_wait().map_err(DenialLogError::Wait)? {
-                break status;
+        let status = match forwarder {
+            Some(forwarder) => {
+                let mut tick = || {
+                    log.receive(&listener, 50);
+                };
+                forwarder
+                    .wait_ticking(&child, Some(&mut tick))
+                    .map_err(DenialLogError::Wait)?
             }
-            log.receive(&listener, 50);
+            None => loop {
+                if let Some(status) = child.try_wait().map_err(DenialLogError::Wait)? {
+                    break status;
+                }
+                log.receive(&listener, 50);
+            },
         };
         // The last records and the sandbox's release trail the exit.
         let deadline = Instant::now() + Duration::from_secs(2);

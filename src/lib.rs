@@ -45,6 +45,7 @@ mod policy;
 mod probe;
 mod services;
 mod sockets;
+mod supervise;
 mod sys;
 mod terminal;
 mod tripwire;
@@ -58,6 +59,7 @@ pub use policy::{Granted, Policy, Prepared, Report, RootKind, SkipReason, Skippe
 pub use probe::{Availability, Limitation, ProbeError, probe};
 pub use services::{Service, ServiceKind, reachable_services};
 pub use sockets::{GrantedSocket, SkippedSocket, Socket, SocketReason, default_sockets};
+pub use supervise::SignalForwarder;
 pub use tripwire::{Change, ChangeKind, Snapshot};
 pub use writable::{create_missing_caches, default_writable};
 

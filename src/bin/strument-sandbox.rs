@@ -3,16 +3,15 @@
 
 use std::ffi::OsString;
 use std::io;
-use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
 
 use clap::{Args, Parser, Subcommand};
 use serde_json::{Value, json};
 use strument_sandbox::{
-    Advice, Availability, DenialLogError, Explanation, Feature, Policy, Report, Service, Socket,
-    SocketReason, Verdict, create_missing_caches, default_sockets, default_writable, probe,
-    reachable_services,
+    Advice, Availability, Change, DenialLogError, Explanation, Feature, Policy, Prepared, Report,
+    Service, SignalForwarder, Snapshot, Socket, SocketReason, Verdict, create_missing_caches,
+    default_sockets, default_writable, probe, reachable_services,
 };
 
 /// Exit statuses of the tool itself; `run` otherwise exits with the command's.
@@ -45,12 +44,13 @@ Examples:
   strument-sandbox probe                       # does this kernel have Landlock?
   strument-sandbox policy --project ~/src/app  # what would be writable, and why not
   strument-sandbox explain ~/.cargo/bin/tool   # would a write there land? what to --allow
-  strument-sandbox run -- go test ./...        # confine, then exec
+  strument-sandbox run -- go test ./...        # run confined, report hooks it planted
   strument-sandbox run --allow /srv/out -- make install
   strument-sandbox run --allow-socket /run/postgresql -- make test
 
 Exit status:
-  0    success (`run`: the command's own status otherwise)
+  0    success (`run`: the command's own status otherwise, 128+N if signal N
+       killed it)
   1    `explain`: some path is not writable
   2    usage error
   3    Landlock unavailable: `probe` found none, `run` refused and ran nothing
@@ -112,16 +112,31 @@ enum Cmd {
         #[arg(required = true, value_name = "PATH")]
         paths: Vec<PathBuf>,
     },
-    /// Confine writes to the policy, then exec the command.
+    /// Run a command with writes confined to the policy; report files it changed that run later.
     #[command(
         after_help = "The command inherits the confinement, as does everything it starts.\n\
-        If Landlock is unavailable nothing runs and the exit status is 3.\n\n\
+        If Landlock is unavailable nothing runs and the exit status is 3. Otherwise the exit\n\
+        status is the command's, or 128+N when signal N killed it.\n\n\
+        Files that run later, outside the sandbox, stay writable in the project: git hooks,\n\
+        .git/config, .git/info/*, a worktree's or submodule's git directory, .envrc,\n\
+        .vscode/tasks.json and settings.json. After the command, each one it created,\n\
+        modified, deleted, made executable or replaced by a symlink is reported on standard\n\
+        error, one line each:\n\
+        \x20 strument-sandbox: .git/hooks/pre-commit was created: git runs it outside the sandbox at your next commit\n\
+        Nothing is restored (the change may be what you asked for): read the file before\n\
+        running git or opening the project. Nothing is printed when none changed. With --json,\n\
+        one JSON object on standard error instead: {\"exit\": 0, \"signal\": null,\n\
+        \"changes\": [{\"path\", \"name\", \"kind\", \"target\", \"why\", \"line\"}]}, always printed.\n\n\
+        `run` waits for the command: SIGINT, SIGTERM, SIGHUP and SIGQUIT sent to it are passed\n\
+        on (the terminal's Ctrl-C reaches the command directly, once), Ctrl-Z stops both, and\n\
+        `fg` resumes both.\n\n\
         --explain-denials runs the command as a child instead of exec'ing it and, once it\n\
         exits, lists each access the kernel refused it with the root that would grant it.\n\
         It reads Landlock's audit records (ABI 7, Linux 6.15), which needs root\n\
         (CAP_AUDIT_READ) and kernel auditing on (`auditctl -e 1` or audit=1); otherwise\n\
         nothing runs and the exit status is 5. Without root, ask in advance with `explain`.\n\n\
         Examples:\n  strument-sandbox run -- cargo build\n  \
+        strument-sandbox run --json -- npm install 2> run.json\n  \
         strument-sandbox run --project ~/src/app --state ~/.local/state/strument -- sh -c 'make && make test'\n  \
         sudo strument-sandbox run --explain-denials -- make install"
     )]
@@ -139,6 +154,10 @@ enum Cmd {
         /// would grant it (needs root and kernel auditing; see below).
         #[arg(long)]
         explain_denials: bool,
+        /// After the command, print one JSON object on standard error: its exit status and
+        /// the files that run later it changed.
+        #[arg(long)]
+        json: bool,
         /// The command and its arguments, after `--`.
         #[arg(last = true, required = true, value_name = "CMD")]
         command: Vec<OsString>,
@@ -210,6 +229,7 @@ fn main() -> ExitCode {
             verbose,
             no_create_caches,
             explain_denials,
+            json,
             command,
         } => cmd_run(
             &roots,
@@ -217,6 +237,7 @@ fn main() -> ExitCode {
                 verbose,
                 create_caches: !no_create_caches,
                 explain_denials,
+                json,
             },
             &command,
         ),
@@ -397,6 +418,7 @@ struct RunOptions {
     verbose: bool,
     create_caches: bool,
     explain_denials: bool,
+    json: bool,
 }
 
 fn cmd_run(roots: &Roots, options: &RunOptions, command: &[OsString]) -> Result<u8, Failure> {
@@ -416,19 +438,13 @@ fn cmd_run(roots: &Roots, options: &RunOptions, command: &[OsString]) -> Result<
         strument_sandbox::ApplyError::Unavailable(_) => Failure::new(status::UNAVAILABLE, e),
         e => Failure::new(status::POLICY, e),
     };
-    if options.explain_denials {
-        let prepared = policy.prepare().map_err(refused)?;
-        if verbose {
-            print_report(prepared.report());
-        }
-        return run_explaining_denials(&prepared, program, args);
-    }
-    let report = policy.apply().map_err(refused)?;
+    let prepared = policy.prepare().map_err(refused)?;
     if verbose {
-        print_report(&report);
+        print_report(prepared.report());
     } else {
         // Loud even without -v: a `/` root means nothing is confined, and
         // a reachable service can write for the command.
+        let report = prepared.report();
         for w in &report.warnings {
             eprintln!("strument-sandbox: warning: {w}");
         }
@@ -436,9 +452,50 @@ fn cmd_run(roots: &Roots, options: &RunOptions, command: &[OsString]) -> Result<
             eprintln!("strument-sandbox: {line}");
         }
     }
-    // exec only returns on failure.
-    let err = Command::new(program).args(args).exec();
-    Err(cannot_run(program, &err))
+    let before = Snapshot::take(&prepared);
+    // Blocked before the command starts, so no signal is lost in between.
+    let forwarder = SignalForwarder::install()
+        .map_err(|e| Failure::new(status::POLICY, format!("cannot block signals: {e}")))?;
+    let status = if options.explain_denials {
+        run_explaining_denials(&prepared, &forwarder, program, args)?
+    } else {
+        let mut cmd = Command::new(program);
+        cmd.args(args);
+        prepared.confine(&mut cmd);
+        let child = forwarder
+            .spawn(&mut cmd)
+            .map_err(|e| cannot_run(program, &e))?;
+        forwarder
+            .wait(child)
+            .map_err(|e| Failure::new(status::POLICY, format!("waiting for the command: {e}")))?
+    };
+    let changes = before.changes();
+    let code = exit_code(status);
+    if options.json {
+        eprintln!("{}", run_json(code, status, &changes));
+    } else {
+        for change in &changes {
+            eprintln!("strument-sandbox: {change}");
+        }
+    }
+    Ok(code)
+}
+
+/// `run --json`: how the command ended and what it changed that runs later.
+fn run_json(code: u8, status: std::process::ExitStatus, changes: &[Change]) -> Value {
+    use std::os::unix::process::ExitStatusExt;
+    json!({
+        "exit": code,
+        "signal": status.signal(),
+        "changes": changes.iter().map(|c| json!({
+            "path": c.path.to_string_lossy(),
+            "name": c.name.to_string_lossy(),
+            "kind": c.kind.name(),
+            "target": c.target.as_ref().map(|t| t.to_string_lossy()),
+            "why": c.why,
+            "line": c.to_string(),
+        })).collect::<Vec<_>>(),
+    })
 }
 
 fn print_report(report: &Report) {
@@ -537,12 +594,13 @@ fn cannot_run(program: &OsString, err: &io::Error) -> Failure {
 /// `run --explain-denials`: the command runs as a child, and afterwards
 /// each refused access is printed with the root that would grant it.
 fn run_explaining_denials(
-    prepared: &strument_sandbox::Prepared,
+    prepared: &Prepared,
+    forwarder: &SignalForwarder,
     program: &OsString,
     args: &[OsString],
-) -> Result<u8, Failure> {
+) -> Result<std::process::ExitStatus, Failure> {
     let audited = prepared
-        .status_with_denials(Command::new(program).args(args))
+        .status_with_denials_forwarding(Command::new(program).args(args), forwarder)
         .map_err(|e| match e {
             DenialLogError::Spawn(err) => cannot_run(program, &err),
             e => Failure::new(
@@ -581,7 +639,7 @@ fn run_explaining_denials(
         _ if logged == 0 => eprintln!("strument-sandbox: no access was refused"),
         _ => {}
     }
-    Ok(exit_code(audited.status))
+    Ok(audited.status)
 }
 
 /// The shell's convention: the exit code, or 128 + the signal.
