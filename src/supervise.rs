@@ -197,7 +197,15 @@ impl Drop for SignalForwarder {
 
 /// Passes a signal the waiting process took on to the command `pid`.
 fn forward(pid: libc::pid_t, info: SignalInfo) {
-    let send = match info.signal {
+    if should_forward(pid, info) {
+        // ESRCH: it ended meanwhile, and the next waitpid reaps it.
+        let _ = sys::kill(pid, info.signal);
+    }
+}
+
+/// Whether a signal the waiting process took is sent on to the command `pid`.
+fn should_forward(pid: libc::pid_t, info: SignalInfo) -> bool {
+    match info.signal {
         libc::SIGCHLD => false,
         // The command signalling its own parent is not asking for an echo.
         _ if info.pid == pid => false,
@@ -205,9 +213,31 @@ fn forward(pid: libc::pid_t, info: SignalInfo) {
         // The terminal sent it to the whole foreground group: the command
         // has its own copy.
         _ => info.code != SI_KERNEL,
-    };
-    if send {
-        // ESRCH: it ended meanwhile, and the next waitpid reaps it.
-        let _ = sys::kill(pid, info.signal);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn info(signal: libc::c_int, code: libc::c_int, pid: libc::pid_t) -> SignalInfo {
+        SignalInfo { signal, code, pid }
+    }
+
+    #[test]
+    fn the_terminal_s_copy_is_not_sent_twice() {
+        const CHILD: libc::pid_t = 4242;
+        const SI_USER: libc::c_int = 0;
+        for signal in FORWARDED {
+            // Ctrl-C, Ctrl-\, hangup: the command got the same copy.
+            assert!(!should_forward(CHILD, info(signal, SI_KERNEL, 0)));
+            // kill(1), timeout(1), a supervisor: only this process got it.
+            assert!(should_forward(CHILD, info(signal, SI_USER, 77)));
+            // The command signalling its parent.
+            assert!(!should_forward(CHILD, info(signal, SI_USER, CHILD)));
+        }
+        assert!(should_forward(CHILD, info(libc::SIGCONT, SI_KERNEL, 0)));
+        assert!(should_forward(CHILD, info(libc::SIGCONT, SI_USER, 77)));
+        assert!(!should_forward(CHILD, info(libc::SIGCHLD, 1, CHILD)));
     }
 }

@@ -242,8 +242,9 @@ impl fmt::Display for Change {
 /// a worktree's own git directory and the common one, every submodule's
 /// under `modules/`): `config`, `config.worktree`, every entry of `hooks/`
 /// but git's inert `*.sample` files, every entry of `info/`, the `hooks`
-/// and `info` directories themselves, the `.git` pointer and a worktree's
-/// `commondir`; in the project, `.envrc`, `.vscode/tasks.json` and
+/// and `info` directories themselves, the `.git` pointer, a worktree's
+/// `commondir`, and each linked worktree's `config.worktree` and
+/// `commondir` under `worktrees/`; in the project, `.envrc`, `.vscode/tasks.json` and
 /// `.vscode/settings.json`. Files that do not exist yet are watched too: a
 /// hook appearing is the change that matters most.
 ///
@@ -559,6 +560,13 @@ fn watch_git_dir(dir: &Path, depth: usize, add: &mut dyn FnMut(PathBuf, Runs)) {
     add(dir.join("info"), Runs::InfoDir);
     for name in list(&dir.join("info")) {
         add(dir.join("info").join(name), Runs::Info);
+    }
+    // Linked worktrees' own git directories: git in each worktree obeys
+    // its `config.worktree` and follows its `commondir`.
+    for name in list(&dir.join("worktrees")) {
+        let worktree = dir.join("worktrees").join(name);
+        add(worktree.join("config.worktree"), Runs::GitConfig);
+        add(worktree.join("commondir"), Runs::CommonDir);
     }
     watch_modules(&dir.join("modules"), depth, add);
 }

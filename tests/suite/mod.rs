@@ -1,7 +1,7 @@
 //! Test groups, named for what they need (see `.config/nextest.toml`):
 //! `kernel` needs a kernel with Landlock; `network` also needs crates.io;
 //! `scenarios` runs tests/scenarios/scenarios.sh on this kernel (Landlock,
-//! go, crates.io); `vm` boots Debian's kernel under qemu; `simulated`, `cli`
+//! go, crates.io); `tripwire` runs commands confined (Landlock); `vm` boots Debian's kernel under qemu; `simulated`, `cli`
 //! and `writable` run anywhere.
 
 mod cli;
@@ -15,5 +15,6 @@ mod routes;
 mod scenarios;
 mod simulated;
 mod support;
+mod tripwire;
 mod vm;
 mod writable;
