@@ -4,6 +4,7 @@ pub mod apply;
 pub mod builds;
 pub mod files;
 pub mod startup;
+pub mod tripwire;
 
 use crate::runner::Sample;
 use crate::stats::{Stats, dur, median_cpu, paired_ratio, ratio};
