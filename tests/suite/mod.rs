@@ -1,8 +1,8 @@
 //! Test groups, named for what they need (see `.config/nextest.toml`):
 //! `kernel` needs a kernel with Landlock; `network` also needs crates.io;
 //! `scenarios` runs tests/scenarios/scenarios.sh on this kernel (Landlock,
-//! go, crates.io); `tripwire` runs commands confined (Landlock); `vm` boots Debian's kernel under qemu; `simulated`, `cli`
-//! and `writable` run anywhere.
+//! go, crates.io); `tripwire` runs commands confined (Landlock); `vm` boots
+//! Debian's kernel under qemu; `simulated`, `cli` and `writable` run anywhere.
 
 mod cli;
 mod denials;
