@@ -122,21 +122,23 @@ enum Cmd {
         .vscode/tasks.json and settings.json. After the command, each one it created,\n\
         modified, deleted, made executable or replaced by a symlink is reported on standard\n\
         error, one line each:\n\
-        \x20 strument-sandbox: .git/hooks/pre-commit was created: git runs it outside the sandbox at your next commit\n\
+        \x20 .git/hooks/pre-commit was created: git runs it outside the sandbox at your next commit\n\
         Nothing is restored (the change may be what you asked for): read the file before\n\
         running git or opening the project. Nothing is printed when none changed. With --json,\n\
-        one JSON object on standard error instead: {\"exit\": 0, \"signal\": null,\n\
-        \"changes\": [{\"path\", \"name\", \"kind\", \"target\", \"why\", \"line\"}]}, always printed.\n\n\
+        the last line of standard error is one JSON object instead, always printed:\n\
+        {\"exit\": 0, \"signal\": null, \"changes\": [{\"path\", \"name\", \"kind\", \"target\",\n\
+        \"why\", \"line\"}]} (kind: created, modified, deleted, made-executable,\n\
+        replaced-by-symlink, replaced).\n\n\
         `run` waits for the command: SIGINT, SIGTERM, SIGHUP and SIGQUIT sent to it are passed\n\
         on (the terminal's Ctrl-C reaches the command directly, once), Ctrl-Z stops both, and\n\
         `fg` resumes both.\n\n\
-        --explain-denials runs the command as a child instead of exec'ing it and, once it\n\
-        exits, lists each access the kernel refused it with the root that would grant it.\n\
+        --explain-denials also lists, once the command exits, each access the kernel\n\
+        refused it with the root that would grant it.\n\
         It reads Landlock's audit records (ABI 7, Linux 6.15), which needs root\n\
         (CAP_AUDIT_READ) and kernel auditing on (`auditctl -e 1` or audit=1); otherwise\n\
         nothing runs and the exit status is 5. Without root, ask in advance with `explain`.\n\n\
         Examples:\n  strument-sandbox run -- cargo build\n  \
-        strument-sandbox run --json -- npm install 2> run.json\n  \
+        strument-sandbox run --json -- npm install 2> run.err; tail -n 1 run.err\n  \
         strument-sandbox run --project ~/src/app --state ~/.local/state/strument -- sh -c 'make && make test'\n  \
         sudo strument-sandbox run --explain-denials -- make install"
     )]

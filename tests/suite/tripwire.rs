@@ -400,3 +400,43 @@ fn ctrl_c_on_a_terminal_ends_a_command_with_130() {
         show(&out)
     );
 }
+
+#[test]
+fn ctrl_z_in_an_interactive_shell_stops_the_job_and_fg_resumes_it() {
+    let python = require_tool("python3", "python3");
+    require_tool("bash", "bash");
+    let h = FakeHome::new();
+    const DRIVER: &str = "import os, pty, sys, time\n\
+        bin, project = sys.argv[1:3]\n\
+        pid, fd = pty.fork()\n\
+        if pid == 0:\n    os.environ['PS1'] = '$ '\n    os.execvp('bash', ['bash', '--norc', '--noprofile', '-i'])\n\
+        out = b''\n\
+        def expect(what, seconds=20):\n    global out\n    deadline = time.time() + seconds\n    \
+        while what not in out:\n        \
+        if time.time() > deadline: sys.exit('no %r in %r' % (what, out))\n        \
+        out += os.read(fd, 4096)\n\
+        expect(b'$ ')\n\
+        cmd = \"%s run --project %s -- sh -c 'echo re''ady; sleep 1; echo wo''ke'\\n\" % (bin, project)\n\
+        os.write(fd, cmd.encode())\n\
+        expect(b'ready')\n\
+        os.write(fd, b'\\x1a')\n\
+        expect(b'Stopped')\n\
+        time.sleep(1.5)  # stopped: `sleep 1` must not finish and print meanwhile\n\
+        import select\n\
+        while select.select([fd], [], [], 0.2)[0]:\n    out += os.read(fd, 4096)\n\
+        if b'woke' in out: sys.exit('the command ran on while stopped: %r' % out)\n\
+        os.write(fd, b'fg\\n')\n\
+        expect(b'woke')\n\
+        os.write(fd, b'echo status=$?\\n')\n\
+        expect(b'status=0')\n\
+        os.write(fd, b'exit\\n')\n\
+        os.waitpid(pid, 0)\n\
+        print(out.decode(errors='replace'))\n";
+    let mut cmd = Command::new(python);
+    cmd.args(["-c", DRIVER, BIN]).arg(&h.project);
+    let out = output(&mut cmd);
+    assert_success(&out);
+    // The driver failed unless the shell printed `Stopped`, the command
+    // stayed silent while stopped, and after `fg` it finished with status 0.
+    assert!(String::from_utf8_lossy(&out.stdout).contains("status=0"));
+}
