@@ -12,6 +12,12 @@
 //! builds is a sandbox that gets switched off. See `doc/security.md` for the
 //! threat model and what is not covered.
 //!
+//! What Landlock cannot refuse inside the project, files that run later
+//! outside the sandbox (git hooks, `.git/config`, `.envrc`, editor tasks),
+//! a [`Snapshot`] reports after each command: take it from the
+//! [`Prepared`] policy, call [`Snapshot::changes`] after every command and
+//! once more at the end of the session.
+//!
 //! ```no_run
 //! use strument_sandbox::{Policy, default_sockets, default_writable, probe};
 //!

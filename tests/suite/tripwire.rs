@@ -276,7 +276,8 @@ fn wait_for_state(pid: u32, want: impl Fn(Option<char>) -> bool, what: &str) {
 }
 
 fn kill(signal: &str, pid: u32) {
-    let out = output(Command::new("kill").args([&format!("-{signal}"), &pid.to_string()]));
+    let kill = require_tool("kill", "procps");
+    let out = output(Command::new(kill).args([&format!("-{signal}"), &pid.to_string()]));
     assert_success(&out);
 }
 
