@@ -304,7 +304,7 @@ impl Prepared {
     /// use std::process::Command;
     /// use strument_sandbox::{Policy, SignalForwarder};
     ///
-    /// let prepared = Policy { writable: vec!["/home/me/project".into()] }.prepare()?;
+    /// let prepared = Policy { writable: vec!["/home/me/project".into()], ..Policy::default() }.prepare()?;
     /// let forwarder = SignalForwarder::install()?;
     /// let audited = prepared.status_with_denials_forwarding(&mut Command::new("make"), &forwarder)?;
     /// println!("{} refused", audited.denials.len());

@@ -50,7 +50,7 @@ const SI_KERNEL: libc::c_int = 0x80;
 /// use std::process::Command;
 /// use strument_sandbox::{Policy, SignalForwarder};
 ///
-/// let prepared = Policy { writable: vec!["/home/me/project".into()] }.prepare()?;
+/// let prepared = Policy { writable: vec!["/home/me/project".into()], ..Policy::default() }.prepare()?;
 /// let forwarder = SignalForwarder::install()?; // before spawning
 /// let mut cmd = Command::new("go");
 /// cmd.args(["test", "./..."]);

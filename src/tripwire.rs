@@ -259,7 +259,7 @@ impl fmt::Display for Change {
 /// use strument_sandbox::{Policy, Snapshot, default_writable};
 ///
 /// let project = std::path::Path::new("/home/me/project");
-/// let prepared = Policy { writable: default_writable(project, None, &[])? }.prepare()?;
+/// let prepared = Policy { writable: default_writable(project, None, &[])?, ..Policy::default() }.prepare()?;
 /// let before = Snapshot::take(&prepared);
 /// let mut cmd = Command::new("make");
 /// prepared.confine(&mut cmd);
@@ -288,7 +288,7 @@ impl Snapshot {
     ///
     /// ```no_run
     /// use strument_sandbox::{Policy, Snapshot};
-    /// let prepared = Policy { writable: vec!["/home/me/project".into()] }.prepare()?;
+    /// let prepared = Policy { writable: vec!["/home/me/project".into()], ..Policy::default() }.prepare()?;
     /// let snapshot = Snapshot::take(&prepared);
     /// assert_eq!(snapshot.project(), std::path::Path::new("/home/me/project"));
     /// # Ok::<(), strument_sandbox::ApplyError>(())
