@@ -142,7 +142,7 @@ impl Report {
     /// use strument_sandbox::{Policy, Verdict};
     ///
     /// let project = tempfile::tempdir()?;
-    /// let report = Policy { writable: vec![project.path().to_path_buf()], ..Policy::default() }.check()?;
+    /// let report = Policy { writable: vec![project.path().to_path_buf().into()], ..Policy::default() }.check()?;
     ///
     /// let inside = report.explain(&project.path().join("src/../new.rs"))?;
     /// assert!(inside.is_granted());
@@ -347,9 +347,9 @@ mod tests {
     fn report(t: &Tree) -> Report {
         Policy {
             writable: vec![
-                t.base.join("root"),
-                t.base.join("lock"),
-                t.base.join("missing"),
+                t.base.join("root").into(),
+                t.base.join("lock").into(),
+                t.base.join("missing").into(),
             ],
             ..Policy::default()
         }

@@ -4,7 +4,7 @@ use std::collections::HashSet;
 use std::fmt;
 use std::fs::OpenOptions;
 use std::io;
-use std::os::fd::OwnedFd;
+use std::os::fd::{AsRawFd, OwnedFd};
 use std::os::unix::fs::{FileTypeExt, MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -16,10 +16,12 @@ use crate::abi::{self, Abi};
 
 use crate::error::{ApplyError, PolicyError};
 use crate::probe::{Availability, Limitation, probe};
+use crate::root::{Covers, Judge, Origin, Root};
 use crate::services::{Service, reachable_services};
 use crate::sockets::{self, GrantedSocket, SkippedSocket, Socket};
 use crate::sys;
 use crate::terminal::TerminalFilter;
+use crate::writable::{COMMON_DIR_PARTS, is_git_dir};
 
 /// What the sandbox permits: a list of roots writes may land under, and
 /// the unix sockets a confined command may connect to. Reads and execution
@@ -30,6 +32,15 @@ use crate::terminal::TerminalFilter;
 /// to the inode the path resolves to at that moment. A root that does not
 /// exist is skipped, not an error (a project may not have a state directory
 /// yet, most machines have no `~/.m2`), and the [`Report`] says so.
+///
+/// Each root is judged by what it resolves to. One the caller did not name
+/// (its [`Origin`] is not [explicit](Origin::is_explicit)) that resolves to
+/// the home directory, an ancestor of it, or an ancestor of the project is
+/// skipped ([`SkipReason::Widens`]); a git root that does not lead to a git
+/// directory likewise ([`SkipReason::NotAGitDirectory`]). A root the caller
+/// named is granted whatever it resolves to, with a [`Warning`] when the
+/// home directory becomes writable. A path converts into a caller-named
+/// root, so `Policy { writable: vec!["/srv/out".into()], ..Policy::default() }` works.
 ///
 /// # Examples
 ///
@@ -45,8 +56,9 @@ use crate::terminal::TerminalFilter;
 /// ```
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Policy {
-    /// The roots writes are permitted under, absolute.
-    pub writable: Vec<PathBuf>,
+    /// The roots writes are permitted under, absolute, with where each
+    /// came from.
+    pub writable: Vec<Root>,
     /// Where a confined command may connect to pathname unix sockets: a
     /// socket file, or a directory for every socket beneath it. Enforced
     /// from Landlock ABI 9 (Linux 7.1); sockets a confined command creates
@@ -93,6 +105,14 @@ impl RootKind {
 pub struct Granted {
     /// The root as given.
     pub path: PathBuf,
+    /// Where it came from.
+    pub origin: Origin,
+    /// The path it resolved to, when that differs from [`Granted::path`]
+    /// (a symlink, `..`). Asked of the kernel for every root from input (the
+    /// caller, a variable, a `.git` pointer) and for any root a warning is
+    /// about; a fixed name (`/tmp`, `/dev/null`, `~/.cache/go-build`)
+    /// otherwise leaves it `None`, saving a syscall a root at start-up.
+    pub resolved: Option<PathBuf>,
     /// What it resolved to.
     pub kind: RootKind,
     /// Device and inode the rule is anchored to: the identity the kernel
@@ -105,8 +125,21 @@ pub struct Granted {
 pub struct Skipped {
     /// The root as given.
     pub path: PathBuf,
+    /// Where it came from.
+    pub origin: Origin,
     /// Why no rule could be anchored to it.
     pub reason: SkipReason,
+}
+
+impl Skipped {
+    /// A root that does not exist, or cannot be opened, from `origin`.
+    pub(crate) fn new(path: &Path, origin: &Origin, reason: SkipReason) -> Skipped {
+        Skipped {
+            path: path.to_path_buf(),
+            origin: origin.clone(),
+            reason,
+        }
+    }
 }
 
 /// Why a root grants nothing.
@@ -123,10 +156,28 @@ pub enum SkipReason {
         /// The errno of the `open(O_PATH)`.
         errno: i32,
     },
+    /// The root came from the environment, the project's `.git` or a
+    /// built-in list, and resolves to the home directory, an ancestor of
+    /// it, or an ancestor of the project: granting it would widen the
+    /// sandbox to what it protects. Only a root the caller names may be
+    /// that wide.
+    Widens {
+        /// What it covers.
+        covers: Covers,
+        /// The path it resolved to.
+        resolved: PathBuf,
+    },
+    /// A git root (from `.git` or a `commondir`) that does not lead to a
+    /// git directory (`HEAD` and `objects/`, or `HEAD` and `commondir`).
+    NotAGitDirectory {
+        /// The path it resolved to.
+        resolved: PathBuf,
+    },
 }
 
 impl SkipReason {
-    /// A short, stable name for programs: `missing` or `cannot-open`.
+    /// A short, stable name for programs: `missing`, `cannot-open`,
+    /// `widens` or `not-a-git-directory`.
     ///
     /// # Examples
     ///
@@ -138,6 +189,8 @@ impl SkipReason {
         match self {
             SkipReason::Missing => "missing",
             SkipReason::CannotOpen { .. } => "cannot-open",
+            SkipReason::Widens { .. } => "widens",
+            SkipReason::NotAGitDirectory { .. } => "not-a-git-directory",
         }
     }
 }
@@ -149,6 +202,16 @@ impl fmt::Display for SkipReason {
             SkipReason::CannotOpen { errno } => {
                 write!(f, "cannot open: {}", io::Error::from_raw_os_error(*errno))
             }
+            SkipReason::Widens { covers, resolved } => write!(
+                f,
+                "resolves to {}, {covers}: only a root named by the caller may be that wide",
+                resolved.display()
+            ),
+            SkipReason::NotAGitDirectory { resolved } => write!(
+                f,
+                "resolves to {}, which is not a git directory (no HEAD with objects/ or commondir)",
+                resolved.display()
+            ),
         }
     }
 }
@@ -170,6 +233,22 @@ pub enum Warning {
         /// The ABI the policy is enforced at.
         abi: u32,
     },
+    /// The home directory is writable: a granted root is the home
+    /// directory or an ancestor of it. Only a root the caller named, or a
+    /// built-in temporary directory the home lives under (a container or CI
+    /// runner with `HOME=/tmp/…`), can do that.
+    HomeWritable {
+        /// The home directory.
+        home: PathBuf,
+        /// The root that makes it writable, as given.
+        root: PathBuf,
+        /// Where that root came from.
+        origin: Origin,
+    },
+    /// A root from the environment or the project's `.git` was skipped
+    /// because it would widen the sandbox or does not lead where it should:
+    /// worth saying even when the report is not printed.
+    Skipped(Skipped),
 }
 
 impl fmt::Display for Warning {
@@ -185,6 +264,19 @@ impl fmt::Display for Warning {
                 "this is a test build and {} caps Landlock at ABI {abi}: \
                  rights newer kernels handle are left open",
                 abi::TEST_ABI_CAP_VAR
+            ),
+            Warning::HomeWritable { home, root, origin } => write!(
+                f,
+                "the home directory {} is writable: the root {} ({origin}) contains it",
+                home.display(),
+                root.display()
+            ),
+            Warning::Skipped(s) => write!(
+                f,
+                "not granted: {} ({}): {}",
+                s.path.display(),
+                s.origin,
+                s.reason
             ),
         }
     }
@@ -434,30 +526,100 @@ impl Policy {
             });
         }
         let filesystem_root = std::fs::metadata("/").ok().map(|m| (m.dev(), m.ino()));
+        // The project's ancestors: when the project comes first, as
+        // default_writable puts it, compared by name with what the project
+        // and each root resolved to (no syscall); otherwise by identity.
+        let later_project = self
+            .writable
+            .iter()
+            .skip(1)
+            .find(|r| r.origin == Origin::Project)
+            .map(|r| r.path.as_path());
+        let judge = Judge::new(dirs::home_dir().as_deref(), later_project);
+        let mut project: Option<PathBuf> = None;
         let mut roots: Vec<OpenRoot> = Vec::new();
         // A set, not a scan of the earlier entries: the scan made 4096 roots
         // cost over half a second (`cargo bench --bench sandbox -- apply`).
         let mut seen: HashSet<&Path> = HashSet::with_capacity(self.writable.len());
-        for path in &self.writable {
+        for (i, Root { path, origin }) in self.writable.iter().enumerate() {
             require_absolute(path, "writable root")?;
             if !seen.insert(path.as_path()) {
                 continue;
             }
-            match open_root(path) {
-                Ok(root) => {
-                    if Some(root.granted.id) == filesystem_root {
-                        report
-                            .warnings
-                            .push(Warning::FilesystemRoot { path: path.clone() });
-                    }
-                    report.granted.push(root.granted.clone());
-                    roots.push(root);
+            let mut root = match open_root(path, origin, names_by_input(origin)) {
+                Ok(root) => root,
+                Err(reason) => {
+                    report.skipped.push(Skipped::new(path, origin, reason));
+                    continue;
                 }
-                Err(reason) => report.skipped.push(Skipped {
-                    path: path.clone(),
-                    reason,
-                }),
+            };
+            // Asked of the kernel once: open_root already did for an input.
+            let resolved = |root: &OpenRoot| {
+                root.granted
+                    .resolved
+                    .clone()
+                    .or_else(|| {
+                        (!names_by_input(origin))
+                            .then(|| read_resolved(&root.fd, path))
+                            .flatten()
+                    })
+                    .unwrap_or_else(|| path.clone())
+            };
+            if i == 0 && *origin == Origin::Project {
+                project = Some(resolved(&root));
             }
+            let covers = judge.covers(root.granted.id).or_else(|| {
+                // A fixed name under the home directory is above the
+                // project only when the project is inside a cache.
+                if !names_by_input(origin) {
+                    return None;
+                }
+                let real = resolved(&root);
+                let above = project
+                    .as_ref()
+                    .is_some_and(|p| p.starts_with(&real) && *p != real);
+                above.then_some(Covers::AboveProject)
+            });
+            // Built-in roots are fixed paths no input can change: a home
+            // under /tmp is reported, not a reason to lose /tmp.
+            let judged = !origin.is_explicit()
+                && !matches!(origin, Origin::Temp { variable: None } | Origin::Device);
+            let refused = match covers {
+                Some(covers) if judged => Some(SkipReason::Widens {
+                    covers,
+                    resolved: resolved(&root),
+                }),
+                _ if matches!(origin, Origin::Git { .. }) && !leads_to_git(&root, origin) => {
+                    Some(SkipReason::NotAGitDirectory {
+                        resolved: resolved(&root),
+                    })
+                }
+                _ => None,
+            };
+            if let Some(reason) = refused {
+                let skipped = Skipped::new(path, origin, reason);
+                report.warnings.push(Warning::Skipped(skipped.clone()));
+                report.skipped.push(skipped);
+                continue;
+            }
+            if Some(root.granted.id) == filesystem_root {
+                report
+                    .warnings
+                    .push(Warning::FilesystemRoot { path: path.clone() });
+            } else if let (Some(Covers::Home | Covers::AboveHome), Some(home)) =
+                (covers, &judge.home)
+            {
+                if root.granted.resolved.is_none() {
+                    root.granted.resolved = read_resolved(&root.fd, path);
+                }
+                report.warnings.push(Warning::HomeWritable {
+                    home: home.clone(),
+                    root: path.clone(),
+                    origin: origin.clone(),
+                });
+            }
+            report.granted.push(root.granted.clone());
+            roots.push(root);
         }
         let sockets = open_sockets(&self.sockets, &mut report)?;
         if availability.supported() && !availability.has(abi::Feature::ResolveUnix) {
@@ -496,7 +658,7 @@ fn open_sockets(list: &[Socket], report: &mut Report) -> Result<Vec<OpenRoot>, P
         if !seen.insert(socket.path.as_path()) {
             continue;
         }
-        let judged = open_root(&socket.path).and_then(|root| {
+        let judged = open_root(&socket.path, &Origin::Extra, false).and_then(|root| {
             let is_socket = root.granted.kind == RootKind::Special
                 && std::fs::metadata(&socket.path).is_ok_and(|m| m.file_type().is_socket());
             sockets::judge(socket, root.granted.kind, is_socket).map(|()| root)
@@ -520,7 +682,30 @@ fn open_sockets(list: &[Socket], report: &mut Report) -> Result<Vec<OpenRoot>, P
     Ok(open)
 }
 
-fn open_root(path: &Path) -> Result<OpenRoot, SkipReason> {
+/// Whether a git root leads to a git directory: the gitdir a `.git` names,
+/// or one of the parts of a common dir (whose parent then is one).
+fn leads_to_git(root: &OpenRoot, origin: &Origin) -> bool {
+    let Origin::Git { pointer } = origin else {
+        return true;
+    };
+    // What the path resolved to when it was opened: the rule anchors there.
+    let dir = root.granted.resolved.as_ref().unwrap_or(&root.granted.path);
+    if root.granted.kind != RootKind::Directory {
+        return false;
+    }
+    if is_git_dir(dir) {
+        return true;
+    }
+    let part = root
+        .granted
+        .path
+        .file_name()
+        .is_some_and(|name| COMMON_DIR_PARTS.iter().any(|p| name == *p));
+    part && pointer.ends_with("commondir") && is_git_dir(&dir.join(".."))
+}
+
+/// Opens `path`; `resolve` asks the kernel what it resolved to.
+fn open_root(path: &Path, origin: &Origin, resolve: bool) -> Result<OpenRoot, SkipReason> {
     let cannot_open = |e: io::Error| match e.raw_os_error() {
         Some(libc::ENOENT) => SkipReason::Missing,
         errno => SkipReason::CannotOpen {
@@ -545,14 +730,40 @@ fn open_root(path: &Path) -> Result<OpenRoot, SkipReason> {
     } else {
         RootKind::File
     };
+    let fd = OwnedFd::from(file);
+    let resolved = if resolve {
+        read_resolved(&fd, path)
+    } else {
+        None
+    };
     Ok(OpenRoot {
         granted: Granted {
             path: path.to_path_buf(),
+            origin: origin.clone(),
+            resolved,
             kind,
             id: (meta.dev(), meta.ino()),
         },
-        fd: OwnedFd::from(file),
+        fd,
     })
+}
+
+/// Whether a root's path comes from input (the caller, a variable, a `.git`
+/// pointer), as opposed to a fixed name (`/tmp`, `/dev/null`, `~/.cache/…`).
+/// What an input resolves to is always reported; a fixed name's only when
+/// it is refused or warned about, which saves a syscall a root at start-up.
+fn names_by_input(origin: &Origin) -> bool {
+    !matches!(
+        origin,
+        Origin::Device | Origin::Temp { variable: None } | Origin::Cache { variable: None }
+    )
+}
+
+/// What the kernel resolved a root's path to, when that differs from it.
+fn read_resolved(fd: &OwnedFd, path: &Path) -> Option<PathBuf> {
+    std::fs::read_link(format!("/proc/self/fd/{}", fd.as_raw_fd()))
+        .ok()
+        .filter(|r| r != path)
 }
 
 /// A policy whose ruleset is built but not yet enforced.
@@ -664,7 +875,7 @@ mod tests {
     #[test]
     fn bad_roots_are_errors_not_skips() {
         let empty = Policy {
-            writable: vec![PathBuf::new()],
+            writable: vec![PathBuf::new().into()],
             ..Policy::default()
         };
         assert!(matches!(empty.check(), Err(PolicyError::EmptyPath { .. })));

@@ -3,11 +3,12 @@
 use std::ffi::{OsStr, OsString};
 use std::io::{self, Read};
 use std::os::unix::ffi::OsStrExt;
-use std::os::unix::fs::OpenOptionsExt;
+use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
 use crate::error::PolicyError;
 use crate::policy::require_absolute;
+use crate::root::{Judge, Origin, Root, Variable};
 
 /// Device files ordinary programs write to. `/dev/pts` is a directory (the
 /// terminals behind `/dev/ptmx`); the rest get file rights only.
@@ -24,7 +25,8 @@ const DEVICES: &[&str] = &[
 /// semaphores and shared memory (Python's `multiprocessing`, for one).
 const TEMP: &[&str] = &["/tmp", "/var/tmp", "/dev/shm"];
 
-/// The set of places a session legitimately writes to.
+/// The set of places a session legitimately writes to, each with where it
+/// came from.
 ///
 /// Everything else on the filesystem stays readable and executable and
 /// cannot be written, so this list is the whole security decision. Each
@@ -35,14 +37,18 @@ const TEMP: &[&str] = &["/tmp", "/var/tmp", "/dev/shm"];
 ///   transcript, undo data and lock live there;
 /// - **the git directory when it lives elsewhere**: `.git` as a file
 ///   (`gitdir: …`, relative to the file) in a linked worktree or a
-///   submodule, and a worktree's `commondir`, where objects and refs are;
-///   a `.git` symlink is listed as is and followed by the kernel;
+///   submodule, or as a symlink; and of a worktree's common directory
+///   (`commondir`) only the parts a worktree writes (`objects/`, `refs/`,
+///   `logs/`), so the main repository's `hooks/` and `config` stay
+///   read-only;
 /// - **temporary space**: `$TMPDIR`, `/tmp`, `/var/tmp`, `/dev/shm`;
 /// - **device files** programs write: `/dev/null`, `/dev/zero`,
 ///   `/dev/full`, `/dev/tty`, `/dev/ptmx`, `/dev/pts`;
 /// - **toolchain caches**, because the first `go test` of a session writes
-///   one: the XDG cache home (`~/.cache`: go-build, pip, uv, yarn, …),
-///   `GOCACHE`, `GOMODCACHE` or `$GOPATH/pkg/mod` and `pkg/sumdb`,
+///   one: each directory in the XDG cache home (`~/.cache/go-build`,
+///   `pip`, `uv`, …) but never the cache home itself, whose own files
+///   shells source (powerlevel10k's instant prompt); `GOCACHE`,
+///   `GOMODCACHE` or `$GOPATH/pkg/mod` and `pkg/sumdb`,
 ///   `$CARGO_HOME/registry`, `/git` and cargo's lock files, npm, Maven,
 ///   Gradle, bun, pnpm and yarn stores. Caches only: `~/.cargo/bin`,
 ///   `~/.cargo/config.toml`, `~/.config/go/env` and the like stay
@@ -50,10 +56,20 @@ const TEMP: &[&str] = &["/tmp", "/var/tmp", "/dev/shm"];
 ///   command plant code that every later session runs;
 /// - `extra`, as given.
 ///
+/// The seed's `[]string` became [`Root`]s with an [`Origin`]: the `.git`
+/// pointers are files a confined command can rewrite, and the variables
+/// come from whatever environment started the process, so whether a root
+/// may resolve to the home directory depends on who named it.
+/// [`Policy`](crate::Policy) judges each root by what it resolves to and
+/// skips a derived one that is the home directory, above it, or above the
+/// project. A cache home (`XDG_CACHE_HOME`) or cargo home (`CARGO_HOME`)
+/// that resolves there is listed itself, to be skipped, rather than what
+/// would be under it.
+///
 /// Environment variables are honoured the way the toolchains read them; a
 /// variable holding a relative path is ignored, as Go itself refuses one.
-/// Symlinks are not resolved: Landlock anchors each rule to the inode a
-/// path resolves to when the policy is applied, so a project root that is
+/// Symlinks are not resolved here: Landlock anchors each rule to the inode
+/// a path resolves to when the policy is applied, so a project root that is
 /// a symlink works, and a symlink *inside* the project pointing outward
 /// stays unwritable. Duplicates are removed, first occurrence kept. Paths
 /// that do not exist are kept: [`Policy`](crate::Policy) skips and reports
@@ -66,42 +82,57 @@ const TEMP: &[&str] = &["/tmp", "/var/tmp", "/dev/shm"];
 /// - [`PolicyError::NotADirectory`] for a project root or state directory
 ///   that exists and is not a directory;
 /// - [`PolicyError::GitFile`] for a `.git` file or `commondir` that does
-///   not name a git directory; [`PolicyError::Io`] when one cannot be read.
+///   not name a path; [`PolicyError::Io`] when one cannot be read.
 ///
 /// # Examples
 ///
 /// ```
 /// use std::path::Path;
-/// use strument_sandbox::default_writable;
+/// use strument_sandbox::{Origin, default_writable};
 ///
 /// let project = tempfile::tempdir()?;
 /// let roots = default_writable(project.path(), None, &["/opt/scratch".into()])?;
-/// assert_eq!(roots[0], project.path());
-/// assert!(roots.iter().any(|r| r == Path::new("/tmp")));
-/// assert!(roots.iter().all(|r| !r.ends_with(".cargo/bin")));
+/// assert_eq!(roots[0].path, project.path());
+/// assert_eq!(roots[0].origin, Origin::Project);
+/// assert!(roots.iter().any(|r| r.path == Path::new("/tmp")));
+/// assert!(roots.iter().all(|r| !r.path.ends_with(".cargo/bin")));
+/// assert_eq!(roots.last().map(|r| &r.origin), Some(&Origin::Extra));
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub fn default_writable(
     project_root: &Path,
     state_dir: Option<&Path>,
     extra: &[PathBuf],
-) -> Result<Vec<PathBuf>, PolicyError> {
+) -> Result<Vec<Root>, PolicyError> {
     let env = |name: &str| std::env::var_os(name);
     writable_for(project_root, state_dir, extra, &env, dirs::home_dir())
 }
 
 /// Creates the toolchain caches of [`default_writable`] that do not exist
-/// yet but whose parent directory does, and returns the paths it created.
+/// yet, and returns the paths it created.
 ///
 /// A root must exist when the policy is applied to be writable at all, and
 /// a cache appears the first time its toolchain runs: on a fresh machine
 /// the first confined `go test` would be refused `~/.cache/go-build`. Call
-/// this before [`Policy::apply`](crate::Policy::apply) to avoid that. Only
-/// directories whose parent exists are made (`~/.cache`, and
-/// `~/.cargo/registry` when `~/.cargo` exists), plus cargo's empty lock
-/// files, and nothing else directly in the home directory, so a machine
-/// without a toolchain gains nothing of it (npm makes `~/.npm` itself). Failures
-/// are not errors: the policy report lists what stays missing.
+/// this before [`default_writable`] and [`Policy::apply`](crate::Policy::apply)
+/// to avoid that. What it makes:
+///
+/// - the XDG cache home (`~/.cache`) when missing;
+/// - in it, the cache directory of each toolchain installed on this machine
+///   (found on `PATH`): `go-build` for go, `pip` for pip, `uv`, `pypoetry`,
+///   `yarn`, `pnpm`, `node-gyp` for npm, `deno`, `zig`, `sccache`,
+///   `ccache`, `golangci-lint`, `gopls`, `bazel`, `nix`, `pre-commit`,
+///   `typescript` for tsc, `ms-playwright`, `Cypress`; nothing for a
+///   toolchain that is not there, since the cache home itself is not
+///   writable (its own files are sourced by shells);
+/// - `~/.npm` when npm is installed;
+/// - the other caches whose parent directory exists but is not the home
+///   directory (`~/.cargo/registry` when `~/.cargo` exists), and cargo's
+///   empty lock files.
+///
+/// Nothing is made in a cache home that resolves to the home directory or
+/// above (`XDG_CACHE_HOME=$HOME`): the policy skips it anyway. Failures are
+/// not errors: the policy report lists what stays missing.
 ///
 /// # Examples
 ///
@@ -113,22 +144,91 @@ pub fn default_writable(
 /// ```
 #[must_use]
 pub fn create_missing_caches() -> Vec<PathBuf> {
-    let env = |name: &str| {
-        std::env::var_os(name)
+    let env = |name: &str| std::env::var_os(name);
+    create_missing_caches_for(&env, dirs::home_dir())
+}
+
+/// The cache directories toolchains make in the XDG cache home, each with
+/// the command whose presence on `PATH` says the toolchain is installed.
+pub(crate) const TOOLCHAIN_CACHES: [(&str, &str); 20] = [
+    ("go", "go-build"),
+    ("pip", "pip"),
+    ("pip3", "pip"),
+    ("uv", "uv"),
+    ("poetry", "pypoetry"),
+    ("yarn", "yarn"),
+    ("pnpm", "pnpm"),
+    ("npm", "node-gyp"),
+    ("deno", "deno"),
+    ("zig", "zig"),
+    ("sccache", "sccache"),
+    ("ccache", "ccache"),
+    ("golangci-lint", "golangci-lint"),
+    ("gopls", "gopls"),
+    ("bazel", "bazel"),
+    ("nix", "nix"),
+    ("pre-commit", "pre-commit"),
+    ("tsc", "typescript"),
+    ("playwright", "ms-playwright"),
+    ("cypress", "Cypress"),
+];
+
+/// A file directly in the cache home, so no confined command can touch it,
+/// whose modification time says when the toolchains on `PATH` were last
+/// looked up. Looking up 20 commands in a dozen `PATH` directories is
+/// hundreds of failed `stat`s: most of `run`'s start-up, on every run, for
+/// toolchains that are not installed.
+pub(crate) const TOOLCHAINS_CHECKED: &str = ".strument-sandbox-toolchains-checked";
+
+/// Whether the toolchains were looked up after anything could have changed
+/// the answer: after the cache home last changed (a cache directory made or
+/// removed) and after every `PATH` directory last changed (a command
+/// installed). Change times, not modification times: an archive or a
+/// package manager can set a directory's modification time back, never its
+/// change time.
+fn looked_up_since(
+    checked: &Path,
+    cache_home: Option<&std::fs::Metadata>,
+    path_var: &OsStr,
+) -> bool {
+    let ctime = |m: &std::fs::Metadata| (m.ctime(), m.ctime_nsec());
+    let Some(cache_home) = cache_home else {
+        return false; // made just now
+    };
+    let Ok(stamp) = std::fs::metadata(checked) else {
+        return false;
+    };
+    let stamped = (stamp.mtime(), stamp.mtime_nsec());
+    if ctime(cache_home) > stamped {
+        return false;
+    }
+    let mut seen = std::collections::HashSet::new();
+    std::env::split_paths(path_var)
+        .filter(|dir| dir.is_absolute() && seen.insert(dir.clone()))
+        .all(|dir| std::fs::metadata(dir).map_or(true, |m| ctime(&m) <= stamped))
+}
+
+/// [`create_missing_caches`] with the environment and home given.
+pub(crate) fn create_missing_caches_for(
+    env: &dyn Fn(&str) -> Option<OsString>,
+    home: Option<PathBuf>,
+) -> Vec<PathBuf> {
+    let var = |name: &'static str| {
+        env(name)
             .map(PathBuf::from)
             .filter(|p| p.is_absolute())
+            .map(|value| Variable { name, value })
     };
-    let home = dirs::home_dir().filter(|h| h.is_absolute());
+    let home = home.filter(|h| h.is_absolute());
+    let judge = Judge::new(home.as_deref(), None);
+    let path_var = env("PATH").unwrap_or_default();
+    let on_path = |tool: &str| {
+        std::env::split_paths(&path_var)
+            .filter(|dir| dir.is_absolute())
+            .any(|dir| dir.join(tool).is_file())
+    };
     let mut created = Vec::new();
-    let caches = caches(&env, home.as_deref());
-    // The XDG cache home is the first entry; it is the only one that may be
-    // made directly in the home directory (no `~/.npm` on a machine without npm).
-    for (i, path) in caches.iter().enumerate() {
-        let parent = path.parent();
-        let wanted = parent.is_some_and(Path::is_dir) && (i == 0 || parent != home.as_deref());
-        if !wanted || std::fs::symlink_metadata(path).is_ok() {
-            continue;
-        }
+    let mut make = |path: &Path| {
         let made = if is_lock_file(path) {
             std::fs::OpenOptions::new()
                 .write(true)
@@ -139,7 +239,64 @@ pub fn create_missing_caches() -> Vec<PathBuf> {
             std::fs::create_dir(path)
         };
         if made.is_ok() {
-            created.push(path.clone());
+            created.push(path.to_path_buf());
+        }
+    };
+    let missing = |path: &Path| std::fs::symlink_metadata(path).is_err();
+
+    let mut stamp = None;
+    if let Some((dir, variable)) = cache_home(&var, home.as_deref()) {
+        // One stat says whether it is there, a directory, and not too wide.
+        let meta = std::fs::metadata(&dir).ok();
+        if meta.is_none() && dir.parent().is_some_and(Path::is_dir) {
+            make(&dir);
+        }
+        let wide = meta.as_ref().is_some_and(|m| {
+            judge
+                .covers_as((m.dev(), m.ino()), variable.is_some())
+                .is_some()
+        });
+        let usable = match &meta {
+            Some(m) => m.is_dir() && !wide,
+            None => dir.is_dir(), // made just now
+        };
+        let checked = dir.join(TOOLCHAINS_CHECKED);
+        if usable && !looked_up_since(&checked, meta.as_ref(), &path_var) {
+            for (tool, sub) in TOOLCHAIN_CACHES {
+                let path = dir.join(sub);
+                if missing(&path) && on_path(tool) {
+                    make(&path);
+                }
+            }
+            stamp = Some(checked);
+        }
+    }
+    if let Some(npm) = var("npm_config_cache")
+        .map(|v| v.value)
+        .or_else(|| home.as_ref().map(|h| h.join(".npm")))
+    {
+        if stamp.is_some()
+            && missing(&npm)
+            && npm.parent().is_some_and(Path::is_dir)
+            && on_path("npm")
+        {
+            make(&npm);
+        }
+    }
+    if let Some(checked) = stamp {
+        // After the directories are made, so the stamp is newer than the
+        // cache home's change time.
+        let _ = std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&checked)
+            .and_then(|f| f.set_modified(std::time::SystemTime::now()));
+    }
+    for root in caches(&var, home.as_deref(), &judge) {
+        let parent = root.path.parent();
+        if parent != home.as_deref() && parent.is_some_and(Path::is_dir) && missing(&root.path) {
+            make(&root.path);
         }
     }
     created
@@ -161,28 +318,79 @@ pub(crate) fn writable_for(
     extra: &[PathBuf],
     env: &dyn Fn(&str) -> Option<OsString>,
     home: Option<PathBuf>,
-) -> Result<Vec<PathBuf>, PolicyError> {
+) -> Result<Vec<Root>, PolicyError> {
     require_directory(project_root, "project root")?;
-    let mut roots = vec![project_root.to_path_buf()];
+    let mut roots = vec![Root::new(project_root, Origin::Project)];
     if let Some(state) = state_dir {
         require_directory(state, "state directory")?;
-        roots.push(state.to_path_buf());
+        roots.push(Root::new(state, Origin::State));
     }
     roots.extend(git_dirs(project_root)?);
 
-    let var = |name: &str| env(name).map(PathBuf::from).filter(|p| p.is_absolute());
-    roots.extend(var("TMPDIR"));
-    roots.extend(TEMP.iter().map(PathBuf::from));
-    roots.extend(DEVICES.iter().map(PathBuf::from));
-    roots.extend(caches(&var, home.filter(|h| h.is_absolute()).as_deref()));
+    let var = |name: &'static str| {
+        env(name)
+            .map(PathBuf::from)
+            .filter(|p| p.is_absolute())
+            .map(|value| Variable { name, value })
+    };
+    roots.extend(
+        var("TMPDIR").map(|v| Root::new(v.value.clone(), Origin::Temp { variable: Some(v) })),
+    );
+    roots.extend(
+        TEMP.iter()
+            .map(|t| Root::new(*t, Origin::Temp { variable: None })),
+    );
+    roots.extend(DEVICES.iter().map(|d| Root::new(*d, Origin::Device)));
+    let home = home.filter(|h| h.is_absolute());
+    let judge = Judge::new(home.as_deref(), Some(project_root));
+    if let Some((dir, variable)) = cache_home(&var, home.as_deref()) {
+        roots.extend(cache_home_subdirs(
+            &dir,
+            &Origin::Cache { variable },
+            &judge,
+        ));
+    }
+    roots.extend(caches(&var, home.as_deref(), &judge));
 
     for path in extra {
         require_absolute(path, "extra writable root")?;
-        roots.push(path.clone());
+        roots.push(Root::new(path.clone(), Origin::Extra));
     }
-    let mut seen = std::collections::HashSet::with_capacity(roots.len());
-    roots.retain(|root| seen.insert(root.clone()));
-    Ok(roots)
+    Ok(dedup(roots))
+}
+
+/// Drops repeated paths, keeping the first position and the most
+/// trustworthy origin: the caller's naming, then a fixed name, then one
+/// from input. `--allow /tmp` stays the caller's, and `TMPDIR=/tmp` with a
+/// home under /tmp does not cost the built-in /tmp when the variable's root
+/// is skipped.
+fn dedup(roots: Vec<Root>) -> Vec<Root> {
+    let rank = |o: &Origin| {
+        if o.is_explicit() {
+            0
+        } else if o.variable().is_none() && !matches!(o, Origin::Git { .. }) {
+            1
+        } else {
+            2
+        }
+    };
+    let mut at: std::collections::HashMap<PathBuf, usize> =
+        std::collections::HashMap::with_capacity(roots.len());
+    let mut out: Vec<Root> = Vec::with_capacity(roots.len());
+    for root in roots {
+        match at.get(&root.path) {
+            Some(&i) => {
+                if rank(&root.origin) < rank(&out[i].origin) {
+                    out[i].origin = root.origin;
+                }
+            }
+            None => {
+                at.insert(root.path.clone(), out.len());
+                out.push(root);
+            }
+        }
+    }
+    out
 }
 
 fn require_directory(path: &Path, what: &'static str) -> Result<(), PolicyError> {
@@ -196,54 +404,126 @@ fn require_directory(path: &Path, what: &'static str) -> Result<(), PolicyError>
     }
 }
 
-/// Toolchain caches under `home`, with each toolchain's environment
-/// override taking precedence.
-fn caches(var: &dyn Fn(&str) -> Option<PathBuf>, home: Option<&Path>) -> Vec<PathBuf> {
+/// Where the XDG cache home is, and which variable said so.
+fn cache_home(
+    var: &dyn Fn(&'static str) -> Option<Variable>,
+    home: Option<&Path>,
+) -> Option<(PathBuf, Option<Variable>)> {
+    match var("XDG_CACHE_HOME") {
+        Some(v) => Some((v.value.clone(), Some(v))),
+        None => home.map(|h| (h.join(".cache"), None)),
+    }
+}
+
+/// The XDG cache home's subdirectories: every directory in it now (a
+/// symlink too, when it leads to a directory), never the cache home itself,
+/// whose own files are sourced by shells (powerlevel10k's instant prompt).
+/// A cache home that resolves to the home directory or above is listed
+/// itself, so that [`Policy`](crate::Policy) skips it and says why, rather
+/// than enumerated: its "subdirectories" would be `~/.ssh` and `~/src`.
+fn cache_home_subdirs(dir: &Path, origin: &Origin, judge: &Judge) -> Vec<Root> {
+    if judge
+        .covers_path_as(dir, origin.variable().is_some())
+        .is_some()
+    {
+        return vec![Root::new(dir, origin.clone())];
+    }
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        // Missing (or unreadable): nothing to grant. Not the cache home
+        // itself, which create_missing_caches may make before apply.
+        return Vec::new();
+    };
+    let mut subdirs: Vec<Root> = entries
+        .filter_map(Result::ok)
+        .filter(|e| {
+            e.file_type().is_ok_and(|t| {
+                t.is_dir()
+                    || (t.is_symlink() && std::fs::metadata(e.path()).is_ok_and(|m| m.is_dir()))
+            })
+        })
+        .map(|e| Root::new(e.path(), origin.clone()))
+        .collect();
+    // read_dir's order is the filesystem's: sort, so reports are stable.
+    subdirs.sort_by(|a, b| a.path.cmp(&b.path));
+    subdirs
+}
+
+/// Toolchain caches other than the XDG cache home's directories, under
+/// `home`, with each toolchain's environment override taking precedence.
+fn caches(
+    var: &dyn Fn(&'static str) -> Option<Variable>,
+    home: Option<&Path>,
+    judge: &Judge,
+) -> Vec<Root> {
     let mut out = Vec::new();
     let under_home = |rel: &str| home.map(|h| h.join(rel));
-    let or_home = |name: &str, rel: &str| var(name).or_else(|| under_home(rel));
-
-    // XDG cache home: go-build, pip, uv, yarn classic, pre-commit, zig, nix…
-    out.extend(or_home("XDG_CACHE_HOME", ".cache"));
+    let by_default = Origin::Cache { variable: None };
+    let cache = |v: Option<Variable>| Origin::Cache { variable: v };
+    // A directory from a variable, else under the home directory.
+    let or_home = |name: &'static str, rel: &str| match var(name) {
+        Some(v) => Some((v.value.clone(), cache(Some(v)))),
+        None => under_home(rel).map(|p| (p, by_default.clone())),
+    };
 
     // Go. GOCACHE=off disables the cache; a relative value is rejected by go.
-    out.extend(var("GOCACHE"));
-    let gopath = env_first_path(var("GOPATH")).or_else(|| under_home("go"));
-    out.extend(var("GOMODCACHE").or_else(|| gopath.as_ref().map(|g| g.join("pkg/mod"))));
-    out.extend(gopath.map(|g| g.join("pkg/sumdb")));
+    out.extend(var("GOCACHE").map(|v| Root::new(v.value.clone(), cache(Some(v)))));
+    let gopath = match var("GOPATH") {
+        Some(v) => env_first_path(Some(v.value.clone())).map(|g| (g, cache(Some(v)))),
+        None => under_home("go").map(|g| (g, by_default.clone())),
+    };
+    match var("GOMODCACHE") {
+        Some(v) => out.push(Root::new(v.value.clone(), cache(Some(v)))),
+        None => out.extend(gopath.clone().map(|(g, o)| Root::new(g.join("pkg/mod"), o))),
+    }
+    out.extend(gopath.map(|(g, o)| Root::new(g.join("pkg/sumdb"), o)));
 
     // Cargo: downloaded sources and cargo's lock files, never bin/ or config.
-    if let Some(cargo) = or_home("CARGO_HOME", ".cargo") {
-        out.push(cargo.join("registry"));
-        out.push(cargo.join("git"));
-        out.extend(CARGO_LOCK_FILES.iter().map(|lock| cargo.join(lock)));
+    // CARGO_HOME=$HOME would make them `~/registry` and `~/git`, where many
+    // people keep their own repositories: such a cargo home is listed
+    // itself, and skipped, instead.
+    if let Some((cargo, origin)) = or_home("CARGO_HOME", ".cargo") {
+        if judge
+            .covers_path_as(&cargo, origin.variable().is_some())
+            .is_some()
+        {
+            out.push(Root::new(cargo, origin));
+        } else {
+            out.push(Root::new(cargo.join("registry"), origin.clone()));
+            out.push(Root::new(cargo.join("git"), origin.clone()));
+            out.extend(
+                CARGO_LOCK_FILES
+                    .iter()
+                    .map(|lock| Root::new(cargo.join(lock), origin.clone())),
+            );
+        }
     }
 
     // JavaScript package managers' stores.
-    out.extend(var("npm_config_cache").or_else(|| under_home(".npm")));
-    out.extend(
-        var("BUN_INSTALL_CACHE_DIR")
-            .or_else(|| or_home("BUN_INSTALL", ".bun").map(|b| b.join("install/cache"))),
-    );
-    out.extend(
-        var("npm_config_store_dir")
-            .or_else(|| or_home("XDG_DATA_HOME", ".local/share").map(|d| d.join("pnpm/store"))),
-    );
-    out.extend(var("YARN_CACHE_FOLDER"));
-    out.extend(under_home(".yarn/berry/cache"));
+    out.extend(or_home("npm_config_cache", ".npm").map(|(p, o)| Root::new(p, o)));
+    out.extend(match var("BUN_INSTALL_CACHE_DIR") {
+        Some(v) => Some(Root::new(v.value.clone(), cache(Some(v)))),
+        None => or_home("BUN_INSTALL", ".bun").map(|(b, o)| Root::new(b.join("install/cache"), o)),
+    });
+    out.extend(match var("npm_config_store_dir") {
+        Some(v) => Some(Root::new(v.value.clone(), cache(Some(v)))),
+        None => or_home("XDG_DATA_HOME", ".local/share")
+            .map(|(d, o)| Root::new(d.join("pnpm/store"), o)),
+    });
+    out.extend(var("YARN_CACHE_FOLDER").map(|v| Root::new(v.value.clone(), cache(Some(v)))));
+    out.extend(under_home(".yarn/berry/cache").map(|p| Root::new(p, by_default.clone())));
 
     // JVM: Maven's local repository, Gradle's caches (not init.d or
     // gradle.properties, which run code).
-    out.extend(under_home(".m2/repository"));
-    if let Some(gradle) = or_home("GRADLE_USER_HOME", ".gradle") {
+    out.extend(under_home(".m2/repository").map(|p| Root::new(p, by_default.clone())));
+    if let Some((gradle, origin)) = or_home("GRADLE_USER_HOME", ".gradle") {
         for rel in ["caches", "wrapper/dists", "daemon", "native"] {
-            out.push(gradle.join(rel));
+            out.push(Root::new(gradle.join(rel), origin.clone()));
         }
     }
 
     // Caches moved out of the XDG cache home by their own variables.
     for name in ["PIP_CACHE_DIR", "UV_CACHE_DIR", "CCACHE_DIR", "SCCACHE_DIR"] {
-        out.extend(var(name));
+        out.extend(var(name).map(|v| Root::new(v.value.clone(), cache(Some(v)))));
     }
     out
 }
@@ -256,8 +536,16 @@ fn env_first_path(list: Option<PathBuf>) -> Option<PathBuf> {
     first.is_absolute().then_some(first)
 }
 
+/// The parts of a linked worktree's common git directory that git writes
+/// from the worktree (measured with strace on `commit`, `fetch`, `stash`,
+/// `rebase`, `branch`): objects, refs and their logs. The rest (`hooks/`,
+/// `config`, `info/`) belongs to the main repository and runs there, so
+/// it stays read-only. The worktree's own directory (`worktrees/<name>`)
+/// is its gitdir, granted whole.
+pub(crate) const COMMON_DIR_PARTS: [&str; 3] = ["objects", "refs", "logs"];
+
 /// The git directories a project needs when they live outside it.
-fn git_dirs(project_root: &Path) -> Result<Vec<PathBuf>, PolicyError> {
+fn git_dirs(project_root: &Path) -> Result<Vec<Root>, PolicyError> {
     let dotgit = project_root.join(".git");
     let meta = match std::fs::symlink_metadata(&dotgit) {
         Ok(meta) => meta,
@@ -271,9 +559,13 @@ fn git_dirs(project_root: &Path) -> Result<Vec<PathBuf>, PolicyError> {
             });
         }
     };
+    let origin = Origin::Git {
+        pointer: dotgit.clone(),
+    };
     if meta.file_type().is_symlink() {
-        // Listed as is: the kernel follows it when the rule is anchored.
-        return Ok(vec![dotgit]);
+        // Listed as is: the kernel follows it when the rule is anchored, and
+        // Policy checks that it leads to a git directory.
+        return Ok(vec![Root::new(dotgit, origin)]);
     }
     if meta.is_dir() {
         return Ok(Vec::new()); // inside the project already
@@ -300,7 +592,7 @@ fn git_dirs(project_root: &Path) -> Result<Vec<PathBuf>, PolicyError> {
             reason,
         }
     })?);
-    let mut out = vec![gitdir.clone()];
+    let mut out = vec![Root::new(gitdir.clone(), origin)];
     let commondir_file = gitdir.join("commondir");
     match read_pointer_file(&commondir_file) {
         Ok(Err(reason)) => {
@@ -314,7 +606,20 @@ fn git_dirs(project_root: &Path) -> Result<Vec<PathBuf>, PolicyError> {
                 path: commondir_file.clone(),
                 reason,
             })?;
-            out.push(gitdir.join(common));
+            let common = gitdir.join(common);
+            let origin = Origin::Git {
+                pointer: commondir_file,
+            };
+            if is_git_dir(&common) {
+                out.extend(
+                    COMMON_DIR_PARTS
+                        .iter()
+                        .map(|part| Root::new(common.join(part), origin.clone())),
+                );
+            } else {
+                // Listed whole so that Policy skips it and says why.
+                out.push(Root::new(common, origin));
+            }
         }
         Err(e) if e.kind() == io::ErrorKind::NotFound => {}
         // ENOTDIR: the gitdir is missing or a file; Policy reports it.
@@ -327,6 +632,13 @@ fn git_dirs(project_root: &Path) -> Result<Vec<PathBuf>, PolicyError> {
         }
     }
     Ok(out)
+}
+
+/// Whether `dir` has the layout of a git directory: `HEAD` and either
+/// `objects/` (a repository) or `commondir` (a linked worktree's gitdir).
+/// A pointer the project holds is followed only to one of these.
+pub(crate) fn is_git_dir(dir: &Path) -> bool {
+    dir.join("HEAD").is_file() && (dir.join("objects").is_dir() || dir.join("commondir").is_file())
 }
 
 /// The most a pointer file may hold: git writes one short line.
@@ -387,7 +699,11 @@ mod tests {
             .map(|(k, v)| ((*k).into(), (*v).into()))
             .collect();
         let env = move |name: &str| map.get(name).cloned();
-        writable_for(project, None, &[], &env, Some(home.into())).expect("valid input")
+        writable_for(project, None, &[], &env, Some(home.into()))
+            .expect("valid input")
+            .into_iter()
+            .map(|r| r.path)
+            .collect()
     }
 
     #[test]
@@ -412,7 +728,6 @@ mod tests {
             "/ch/registry",
             "/ch/git",
             "/ch/.package-cache",
-            "/xc",
             "/scratch",
         ] {
             assert!(
@@ -420,8 +735,10 @@ mod tests {
                 "{want} missing from {roots:?}"
             );
         }
+        // The cache home is granted by the directories in it, never whole.
         for never in [
             "/home/u/.cache",
+            "/xc",
             "/home/u/.cargo/registry",
             "/ch/bin",
             "/ch",
@@ -438,8 +755,8 @@ mod tests {
     fn defaults_are_caches_not_bin_or_config() {
         let project = tempfile::tempdir().expect("tempdir");
         let roots = roots_with(&[], "/home/u", project.path());
+        assert!(!roots.contains(&PathBuf::from("/home/u/.cache")));
         for want in [
-            "/home/u/.cache",
             "/home/u/go/pkg/mod",
             "/home/u/.cargo/registry",
             "/dev/shm",
@@ -480,5 +797,30 @@ mod tests {
             parse_git_pointer(b"gitdir: /a/\xff", "gitdir: "),
             Ok(PathBuf::from(OsStr::from_bytes(b"/a/\xff")))
         );
+    }
+
+    #[test]
+    fn a_repeated_path_keeps_the_most_trustworthy_origin() {
+        let project = tempfile::tempdir().expect("tempdir");
+        let map: HashMap<String, OsString> = [("TMPDIR", "/tmp"), ("GOCACHE", "/opt/c")]
+            .iter()
+            .map(|(k, v)| ((*k).into(), (*v).into()))
+            .collect();
+        let env = move |name: &str| map.get(name).cloned();
+        let roots = writable_for(
+            project.path(),
+            None,
+            &[PathBuf::from("/opt/c")],
+            &env,
+            Some("/home/u".into()),
+        )
+        .expect("valid input");
+        let origin = |p: &str| {
+            let found: Vec<&Root> = roots.iter().filter(|r| r.path == Path::new(p)).collect();
+            assert_eq!(found.len(), 1, "{p}: {roots:?}");
+            found[0].origin.clone()
+        };
+        assert_eq!(origin("/tmp"), Origin::Temp { variable: None });
+        assert_eq!(origin("/opt/c"), Origin::Extra);
     }
 }

@@ -4,10 +4,10 @@
 
 use std::fs;
 use std::io::Write as _;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::{Duration, Instant};
 
-use strument_sandbox::{Policy, probe};
+use strument_sandbox::{Policy, Root, probe};
 
 use crate::alloc::allocated;
 use crate::fail;
@@ -67,7 +67,9 @@ pub fn worker(args: &[String]) {
 /// One apply of `n` directory roots, in this fresh single-threaded process.
 /// Prints: total ns, prepare ns, restrict ns, allocations, bytes.
 fn worker_apply(n: usize, roots: &Path) {
-    let writable: Vec<PathBuf> = (0..n).map(|i| roots.join(format!("r{i:04}"))).collect();
+    let writable: Vec<Root> = (0..n)
+        .map(|i| Root::from(roots.join(format!("r{i:04}"))))
+        .collect();
     let policy = Policy {
         writable,
         ..Policy::default()

@@ -9,9 +9,9 @@ use std::process::{Command, ExitCode};
 use clap::{Args, Parser, Subcommand};
 use serde_json::{Value, json};
 use strument_sandbox::{
-    Advice, Availability, Change, DenialLogError, Explanation, Feature, Policy, Prepared, Report,
-    Service, SignalForwarder, Snapshot, Socket, SocketReason, Verdict, create_missing_caches,
-    default_sockets, default_writable, probe, reachable_services,
+    Advice, Availability, Change, DenialLogError, Explanation, Feature, Origin, Policy, Prepared,
+    Report, Service, SignalForwarder, Snapshot, Socket, SocketReason, Verdict,
+    create_missing_caches, default_sockets, default_writable, probe, reachable_services,
 };
 
 /// Exit statuses of the tool itself; `run` otherwise exits with the command's.
@@ -39,6 +39,10 @@ one: typing into the terminal (TIOCSTI) is refused on every kernel, abstract
 sockets outside the sandbox from Linux 6.12, and unix sockets other than the
 project's, ssh-agent's, gpg-agent's and --allow-socket ones from Linux 7.1;
 before that, `policy` lists the services a command can still reach.
+A root from a variable ($TMPDIR, $XDG_CACHE_HOME, $GOCACHE, …) or from the
+project's .git that resolves to the home directory or above is skipped with a
+warning; only --project, --state and --allow may be that wide, and then a
+warning says the home directory is writable.
 
 Examples:
   strument-sandbox probe                       # does this kernel have Landlock?
@@ -54,7 +58,8 @@ Exit status:
   1    `explain`: some path is not writable
   2    usage error
   3    Landlock unavailable: `probe` found none, `run` refused and ran nothing
-  4    the policy could not be built or enforced, or a path cannot be resolved; nothing ran
+  4    the policy could not be built or enforced, a path cannot be resolved, or `run`
+       was started in the home directory (or above it) without --project; nothing ran
   5    `run --explain-denials`: refused writes cannot be read here; nothing ran
   126  the command could not be executed
   127  the command was not found";
@@ -116,7 +121,10 @@ enum Cmd {
     #[command(
         after_help = "The command inherits the confinement, as does everything it starts.\n\
         If Landlock is unavailable nothing runs and the exit status is 3. Otherwise the exit\n\
-        status is the command's, or 128+N when signal N killed it.\n\n\
+        status is the command's, or 128+N when signal N killed it.\n\
+        Without --project the current directory is the project, except the home directory,\n\
+        / or an ancestor of home: there nothing runs and the exit status is 4 (name it with\n\
+        --project to run anyway, with a warning that home is writable).\n\n\
         Files that run later, outside the sandbox, stay writable in the project: git hooks,\n\
         .git/config, .git/info/*, a worktree's or submodule's git directory, .envrc,\n\
         .vscode/tasks.json and settings.json. After the command, each one it created,\n\
@@ -428,7 +436,9 @@ fn cmd_run(roots: &Roots, options: &RunOptions, command: &[OsString]) -> Result<
     let (program, args) = command
         .split_first()
         .ok_or_else(|| Failure::new(2, "run: no command given after `--`"))?;
-    let policy = build_policy(roots)?;
+    refuse_home_as_implicit_project(roots)?;
+    // Before the policy is built: the cache home is granted by the
+    // directories in it, so the ones made here must exist by then.
     if options.create_caches {
         for path in create_missing_caches() {
             if verbose {
@@ -436,6 +446,7 @@ fn cmd_run(roots: &Roots, options: &RunOptions, command: &[OsString]) -> Result<
             }
         }
     }
+    let policy = build_policy(roots)?;
     let refused = |e: strument_sandbox::ApplyError| match e {
         strument_sandbox::ApplyError::Unavailable(_) => Failure::new(status::UNAVAILABLE, e),
         e => Failure::new(status::POLICY, e),
@@ -444,12 +455,8 @@ fn cmd_run(roots: &Roots, options: &RunOptions, command: &[OsString]) -> Result<
     if verbose {
         print_report(prepared.report());
     } else {
-        // Loud even without -v: a `/` root means nothing is confined, and
-        // a reachable service can write for the command.
         let report = prepared.report();
-        for w in &report.warnings {
-            eprintln!("strument-sandbox: warning: {w}");
-        }
+        print_warnings(report);
         for line in service_lines(&report.reachable_services) {
             eprintln!("strument-sandbox: {line}");
         }
@@ -500,23 +507,68 @@ fn run_json(code: u8, status: std::process::ExitStatus, changes: &[Change]) -> V
     })
 }
 
+/// Loud even without -v: a `/` root confines nothing, a writable home
+/// defeats the point, and a skipped widening root is worth knowing about.
+fn print_warnings(report: &Report) {
+    for w in &report.warnings {
+        eprintln!("strument-sandbox: warning: {w}");
+    }
+}
+
 fn print_report(report: &Report) {
     for line in report_lines(report) {
         eprintln!("strument-sandbox: {line}");
     }
 }
 
-/// The report as `policy` prints it, one fact a line.
+/// `run` without `--project` takes the current directory as the project:
+/// started in the home directory (or `/`, or above home) that would make the
+/// whole home writable, so it refuses and says how to name a project.
+fn refuse_home_as_implicit_project(roots: &Roots) -> Result<(), Failure> {
+    if roots.project.is_some() {
+        return Ok(());
+    }
+    let cwd = std::env::current_dir()
+        .map_err(|e| Failure::new(status::POLICY, format!("current directory: {e}")))?;
+    let Some(covers) = strument_sandbox::covers_home(&cwd) else {
+        return Ok(());
+    };
+    Err(Failure::new(
+        status::POLICY,
+        format!(
+            "refusing to run: the current directory {} is {covers}, and without --project it \
+             would be the project, writable whole; nothing ran. cd into the project, or name \
+             it: `strument-sandbox run --project ~/src/app -- CMD` (an explicit \
+             `--project {}` runs, with a warning)",
+            cwd.display(),
+            cwd.display()
+        ),
+    ))
+}
+
+/// The report as `policy` prints it, one fact a line: the root, where it
+/// came from, and what it resolved to when that differs.
 fn report_lines(report: &Report) -> Vec<String> {
-    let granted = report
-        .granted
-        .iter()
-        .map(|g| format!("granted  {:<9}  {}", g.kind.name(), g.path.display()));
+    let resolved = |r: &Option<PathBuf>| {
+        r.as_ref()
+            .map(|r| format!(" -> {}", r.display()))
+            .unwrap_or_default()
+    };
+    let granted = report.granted.iter().map(|g| {
+        format!(
+            "granted  {:<9}  {}{}  [{}]",
+            g.kind.name(),
+            g.path.display(),
+            resolved(&g.resolved),
+            g.origin
+        )
+    });
     let skipped = report.skipped.iter().map(|s| {
         format!(
-            "skipped  {:<9}  {}  ({})",
+            "skipped  {:<9}  {}  [{}]  ({})",
             s.reason.kind(),
             s.path.display(),
+            s.origin,
             s.reason
         )
     });
@@ -691,17 +743,36 @@ fn availability_json(a: &Availability) -> Value {
     })
 }
 
+/// Where a root came from, for programs: the kind, and the variable or
+/// pointer file that named it.
+fn origin_json(o: &Origin) -> Value {
+    let pointer = match o {
+        Origin::Git { pointer } => Some(pointer.to_string_lossy()),
+        _ => None,
+    };
+    json!({
+        "kind": o.kind(),
+        "variable": o.variable().map(|v| v.name),
+        "value": o.variable().map(|v| v.value.to_string_lossy()),
+        "pointer": pointer,
+        "explicit": o.is_explicit(),
+    })
+}
+
 fn report_json(r: &Report) -> Value {
     json!({
         "abi": r.abi,
         "granted": r.granted.iter().map(|g| json!({
             "path": g.path.to_string_lossy(),
             "kind": g.kind.name(),
+            "origin": origin_json(&g.origin),
+            "resolved": g.resolved.as_ref().map(|p| p.to_string_lossy()),
         })).collect::<Vec<_>>(),
         "skipped": r.skipped.iter().map(|s| json!({
             "path": s.path.to_string_lossy(),
             "reason": s.reason.kind(),
             "detail": s.reason.to_string(),
+            "origin": origin_json(&s.origin),
         })).collect::<Vec<_>>(),
         "warnings": r.warnings.iter().map(|w| w.to_string()).collect::<Vec<_>>(),
         "limitations": r.limitations.iter().map(|l| l.kind()).collect::<Vec<_>>(),

@@ -292,7 +292,8 @@ scenario_rm_rf_home() {
   mkdir -p "$project/src"
   printf 'work\n' >"$project/README"
   printf 'fn main() {}\n' >"$project/src/main.rs"
-  printf 'cached\n' >"$home/.cache/entry"
+  mkdir -p "$home/.cache/go-build"
+  printf 'cached\n' >"$home/.cache/go-build/entry"
   local status=0
   sandboxed rm -rf "$home" || status=$?
   [ -d "$home" ] || fail rm-rf-home "the home itself is gone" "$log"
@@ -303,7 +304,7 @@ scenario_rm_rf_home() {
   # The granted side: the project and the caches are writable, so rm empties them.
   [ -z "$(ls -A "$project" 2>/dev/null)" ] ||
     fail rm-rf-home "the project (a granted root) was not emptied: $(find "$project" -mindepth 1 -maxdepth 1 -printf '%f ')" "$log"
-  [ ! -e "$home/.cache/entry" ] || fail rm-rf-home "~/.cache/entry (a granted cache) survived" "$log"
+  [ ! -e "$home/.cache/go-build/entry" ] || fail rm-rf-home "~/.cache/go-build/entry (a granted cache) survived" "$log"
   ok rm-rf-home "rm exited $status; ${#sentinels[@]} sentinels outside the roots intact, project and ~/.cache emptied"
 }
 

@@ -117,7 +117,7 @@ fn a_command_under_prepared_confine_cannot_type_into_the_shell() {
     if let Some(marker) = std::env::var_os(INJECT_HELPER) {
         let project = std::env::var_os("STRUMENT_SANDBOX_TEST_PROJECT").expect("project");
         let prepared = Policy {
-            writable: vec![PathBuf::from(project)],
+            writable: vec![PathBuf::from(project).into()],
             ..Policy::default()
         }
         .prepare()

@@ -235,7 +235,7 @@ fn missing_roots_are_skipped_and_reported() {
     let h = FakeHome::new();
     let missing = h.home.join("not-yet");
     let report = Policy {
-        writable: vec![h.project.clone(), missing.clone()],
+        writable: vec![h.project.clone().into(), missing.clone().into()],
         ..Policy::default()
     }
     .check()
@@ -251,7 +251,7 @@ fn a_root_created_after_apply_stays_unwritable() {
     let h = FakeHome::new();
     let later = h.home.join("later");
     let prepared = Policy {
-        writable: vec![h.project.clone(), later.clone()],
+        writable: vec![h.project.clone().into(), later.clone().into()],
         ..Policy::default()
     }
     .prepare()
@@ -291,7 +291,7 @@ fn apply_in_a_multithreaded_process_without_tsync_is_refused() {
             let (tx, rx) = std::sync::mpsc::channel::<()>();
             let worker = std::thread::spawn(move || rx.recv().ok());
             let result = Policy {
-                writable: vec![h.project.clone()],
+                writable: vec![h.project.clone().into()],
                 ..Policy::default()
             }
             .apply();
@@ -365,3 +365,6 @@ fn the_command_refused_without_landlock_runs_with_it() {
     let out = h.run(&[], &["touch", marker.to_str().expect("utf-8")]);
     assert!(out.status.success() && marker.exists(), "{}", show(&out));
 }
+
+/// Widening the next sandbox, from inside this one or from the environment.
+mod widening;

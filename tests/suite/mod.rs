@@ -17,4 +17,5 @@ mod simulated;
 mod support;
 mod tripwire;
 mod vm;
+mod widening;
 mod writable;

@@ -20,7 +20,8 @@ use std::path::{Path, PathBuf};
 use proptest::prelude::*;
 use proptest::test_runner::Config;
 use strument_sandbox::{
-    ExplainError, Policy, PolicyError, RootKind, SkipReason, Verdict, Warning, default_writable,
+    ExplainError, Origin, Policy, PolicyError, Root, RootKind, SkipReason, Verdict, Warning,
+    default_writable,
 };
 
 /// A directory tree holding every awkward kind of root.
@@ -224,7 +225,7 @@ fn assert_report_is_within(
 #[test]
 fn check_of_arbitrary_byte_paths_is_a_typed_error_or_within_what_was_asked() {
     proptest!(config(256), |(asked in prop::collection::vec(any_path(), 0..24))| {
-        match (Policy { writable: asked.clone(), ..Policy::default() }).check() {
+        match (Policy { writable: asked.iter().map(Root::from).collect(), ..Policy::default() }).check() {
             Ok(report) => {
                 prop_assert!(asked.iter().all(|p| p.is_absolute()), "accepted a relative root");
                 assert_report_is_within(&asked, &report)?;
@@ -247,7 +248,7 @@ fn check_of_arbitrary_byte_paths_is_a_typed_error_or_within_what_was_asked() {
 fn check_of_awkward_roots_matches_the_filesystem() {
     let t = tree();
     proptest!(config(192), |(asked in prop::collection::vec(tree_path(t.base.clone()), 1..16))| {
-        let report = (Policy { writable: asked.clone(), ..Policy::default() }).check();
+        let report = (Policy { writable: asked.iter().map(Root::from).collect(), ..Policy::default() }).check();
         prop_assert!(report.is_ok(), "absolute roots are never an error: {report:?}");
         assert_report_is_within(&asked, &report.expect("checked"))?;
     });
@@ -257,7 +258,7 @@ fn check_of_awkward_roots_matches_the_filesystem() {
 fn thousands_of_duplicate_and_nested_roots_stay_within_what_was_asked() {
     let t = tree();
     proptest!(config(4), |(asked in prop::collection::vec(tree_path(t.base.clone()), 1000..4000))| {
-        let report = (Policy { writable: asked.clone(), ..Policy::default() }).check().expect("absolute roots");
+        let report = (Policy { writable: asked.iter().map(Root::from).collect(), ..Policy::default() }).check().expect("absolute roots");
         assert_report_is_within(&asked, &report)?;
     });
 }
@@ -270,6 +271,7 @@ fn default_writable_adds_only_its_documented_groups() {
         .expect("a plain directory")
         .into_iter()
         .skip(1)
+        .map(|r| r.path)
         .collect();
     let inputs = prop_oneof![any_path(), tree_path(t.base.clone())];
     let state = prop::option::of(prop_oneof![any_path(), tree_path(t.base.clone())]);
@@ -277,6 +279,12 @@ fn default_writable_adds_only_its_documented_groups() {
     proptest!(config(256), |(project in inputs, state in state, extra in extra)| {
         match default_writable(&project, state.as_deref(), &extra) {
             Ok(roots) => {
+                let from_git: Vec<PathBuf> = roots
+                    .iter()
+                    .filter(|r| matches!(r.origin, Origin::Git { .. }))
+                    .map(|r| r.path.clone())
+                    .collect();
+                let roots: Vec<PathBuf> = roots.into_iter().map(|r| r.path).collect();
                 prop_assert_eq!(&roots[0], &project);
                 if let Some(state) = &state {
                     prop_assert!(roots.contains(state));
@@ -289,8 +297,8 @@ fn default_writable_adds_only_its_documented_groups() {
                 for r in &roots {
                     prop_assert!(r.is_absolute(), "{r:?}");
                     let input = r == &project || state.as_ref() == Some(r) || extra.contains(r);
-                    // A worktree's gitdir is named relative to its `.git` file.
-                    let git_dir = r.starts_with(&project) && project.join(".git").is_file();
+                    // A worktree's gitdir and common dir, named by its `.git` file.
+                    let git_dir = from_git.contains(r) && project.join(".git").exists();
                     prop_assert!(input || git_dir || baseline.contains(r), "unasked root {r:?}");
                 }
             }
@@ -315,7 +323,7 @@ fn default_writable_adds_only_its_documented_groups() {
 #[test]
 fn explain_never_panics_and_its_verdict_matches_the_granted_roots() {
     let t = tree();
-    let roots = vec![
+    let roots = [
         t.base.join("dir/sub"),
         t.base.join("file"),
         t.base.join("fifo"),
@@ -323,7 +331,7 @@ fn explain_never_panics_and_its_verdict_matches_the_granted_roots() {
         t.base.join("missing"),
     ];
     let report = Policy {
-        writable: roots,
+        writable: roots.iter().map(Root::from).collect(),
         ..Policy::default()
     }
     .check()
@@ -436,9 +444,9 @@ mod kernel {
         let t = tree();
         let prepared = Policy {
             writable: vec![
-                t.base.join("dir/sub"),
-                t.base.join("file"),
-                t.base.join("link_dir/sub/deep"),
+                t.base.join("dir/sub").into(),
+                t.base.join("file").into(),
+                t.base.join("link_dir/sub/deep").into(),
             ],
             ..Policy::default()
         }
@@ -491,5 +499,121 @@ mod kernel {
             probed >= 16,
             "only {probed} of the generated paths were probed on the kernel"
         );
+    }
+}
+
+/// For arbitrary `.git` contents (a file, a symlink, garbage) and arbitrary
+/// values of the variables that name caches and temporary space, the roots
+/// `policy` grants never include the home directory or an ancestor of it:
+/// only the caller may name one, and here the caller names only the project.
+#[test]
+fn no_git_pointer_or_variable_makes_home_or_above_granted() {
+    use super::support::FakeHome;
+    use super::widening::granted_home_or_above;
+
+    let h = FakeHome::new();
+    let planted_dir = tempfile::tempdir().expect("a directory in temporary space");
+    let planted = planted_dir.path().join("to-home");
+    symlink(&h.home, &planted).expect("plant a symlink to home");
+    let home = h.home.clone();
+    let project = h.project.clone();
+    let targets = prop_oneof![
+        prop::sample::select(vec![
+            home.clone(),
+            home.join(".."),
+            home.join("../.."),
+            home.join(".cache/.."),
+            home.join("./."),
+            home.join("Documents"),
+            home.join(".cache"),
+            project.clone(),
+            project.join(".."),
+            planted.clone(),
+            planted.join("project/.."),
+            PathBuf::from("/"),
+            PathBuf::from("//"),
+            PathBuf::from("/proc/self/cwd/.."),
+            PathBuf::from("relative/path"),
+        ]),
+        any_path(),
+    ];
+    let dotgit = prop_oneof![
+        Just(None),
+        prop::collection::vec(any::<u8>(), 0..80).prop_map(|b| Some((false, b))),
+        targets.clone().prop_map(|t| {
+            let mut b = b"gitdir: ".to_vec();
+            b.extend_from_slice(t.as_os_str().as_bytes());
+            Some((false, b))
+        }),
+        targets
+            .clone()
+            .prop_map(|t| Some((true, t.as_os_str().as_bytes().to_vec()))),
+    ];
+    let names = prop::sample::select(vec![
+        "TMPDIR",
+        "XDG_CACHE_HOME",
+        "XDG_DATA_HOME",
+        "GOCACHE",
+        "GOPATH",
+        "GOMODCACHE",
+        "CARGO_HOME",
+        "npm_config_cache",
+        "npm_config_store_dir",
+        "BUN_INSTALL",
+        "BUN_INSTALL_CACHE_DIR",
+        "YARN_CACHE_FOLDER",
+        "GRADLE_USER_HOME",
+        "PIP_CACHE_DIR",
+        "UV_CACHE_DIR",
+        "CCACHE_DIR",
+        "SCCACHE_DIR",
+    ]);
+    let vars = prop::collection::vec((names, targets), 0..5);
+    let git = h.project.join(".git");
+    let reports = std::cell::Cell::new(0u32);
+    proptest!(config(48), |(dotgit in dotgit, vars in vars)| {
+        let _ = fs::remove_file(&git);
+        // An empty or NUL-holding symlink target cannot be made at all.
+        let made = match &dotgit {
+            None => true,
+            Some((false, bytes)) => fs::write(&git, bytes).is_ok(),
+            Some((true, target)) => symlink(OsString::from_vec(target.clone()), &git).is_ok(),
+        };
+        if !made {
+            return Ok(());
+        }
+        let vars: Vec<(&str, OsString)> = vars
+            .iter()
+            .filter(|(_, v)| !v.as_os_str().as_bytes().contains(&0))
+            .map(|(n, v)| (*n, v.clone().into_os_string()))
+            .collect();
+        let Some(report) = policy_or_refusal(&h, &vars) else {
+            return Ok(()); // a .git git cannot read: an error, nothing granted
+        };
+        reports.set(reports.get() + 1);
+        let wide = granted_home_or_above(&report, &home);
+        prop_assert!(wide.is_empty(), "granted {wide:?} for .git {dotgit:?} and {vars:?}");
+    });
+    // Not vacuous: most cases produced a report to look at.
+    assert!(
+        reports.get() >= 16,
+        "only {} of 48 cases gave a report",
+        reports.get()
+    );
+
+    /// `policy` is allowed to refuse a `.git` it cannot read (exit 4).
+    fn policy_or_refusal(h: &FakeHome, vars: &[(&str, OsString)]) -> Option<serde_json::Value> {
+        let mut cmd = std::process::Command::new(super::support::BIN);
+        cmd.args(["policy", "--json", "--project"]).arg(&h.project);
+        h.env(&mut cmd);
+        for (name, value) in vars {
+            cmd.env(name, value);
+        }
+        let out = super::support::output(&mut cmd);
+        match out.status.code() {
+            Some(0) => Some(serde_json::from_slice(&out.stdout).expect("JSON")),
+            Some(4) => None,
+            _ => panic!("policy failed\n{}", super::support::show(&out)),
+        }
     }
 }

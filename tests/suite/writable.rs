@@ -5,29 +5,51 @@ use std::fs;
 use std::os::unix::ffi::OsStrExt;
 use std::path::PathBuf;
 
-use strument_sandbox::{Policy, PolicyError, default_writable};
+use strument_sandbox::{Policy, PolicyError, Root, default_writable};
 
 use super::support::FakeHome;
 
+/// The paths of `default_writable`'s roots, for comparisons.
+fn paths(roots: &[Root]) -> Vec<PathBuf> {
+    roots.iter().map(|r| r.path.clone()).collect()
+}
+
+/// A repository's git directory, as far as the layout check goes.
+fn fake_git_dir(dir: &std::path::Path) {
+    for sub in ["objects", "refs", "logs", "hooks"] {
+        fs::create_dir_all(dir.join(sub)).expect("mkdir git dir");
+    }
+    fs::write(dir.join("HEAD"), "ref: refs/heads/main\n").expect("HEAD");
+}
+
 #[test]
-fn a_worktree_grants_its_gitdir_and_the_common_dir() {
+fn a_worktree_grants_its_gitdir_and_the_parts_of_the_common_dir_it_writes() {
     let h = FakeHome::new();
     let common = h.home.join("repo/.git");
+    fake_git_dir(&common);
     let gitdir = common.join("worktrees/wt");
     fs::create_dir_all(&gitdir).expect("mkdir gitdir");
+    fs::write(gitdir.join("HEAD"), "ref: refs/heads/wt\n").expect("HEAD");
     fs::write(gitdir.join("commondir"), "../..\n").expect("commondir");
     fs::write(
         h.project.join(".git"),
         format!("gitdir: {}\n", gitdir.display()),
     )
     .expect(".git file");
-    let roots = default_writable(&h.project, None, &[]).expect("valid worktree");
+    let roots = paths(&default_writable(&h.project, None, &[]).expect("valid worktree"));
     assert_eq!(roots[0], h.project);
     assert!(roots.contains(&gitdir), "{roots:?}");
-    assert!(roots.contains(&gitdir.join("../..")), "{roots:?}");
-    // And the kernel-facing check resolves `..` to the common dir itself.
+    for part in ["objects", "refs", "logs"] {
+        assert!(
+            roots.contains(&gitdir.join("../..").join(part)),
+            "{part}: {roots:?}"
+        );
+    }
+    // Not the common dir whole: its hooks/ and config run in the main repository.
+    assert!(!roots.contains(&gitdir.join("../..")), "{roots:?}");
+    // And the kernel-facing check resolves `..` to the common dir's parts.
     let report = Policy {
-        writable: roots,
+        writable: roots.iter().map(Root::from).collect(),
         ..Policy::default()
     }
     .check()
@@ -37,6 +59,16 @@ fn a_worktree_grants_its_gitdir_and_the_common_dir() {
         "{:?}",
         report.skipped
     );
+    let real: Vec<PathBuf> = report
+        .granted
+        .iter()
+        .map(|g| g.path.canonicalize().expect("granted roots resolve"))
+        .collect();
+    assert!(real.contains(&common.join("objects")), "{real:?}");
+    assert!(
+        !real.iter().any(|r| common.join("hooks").starts_with(r)),
+        "{real:?}"
+    );
 }
 
 #[test]
@@ -45,7 +77,7 @@ fn a_submodule_gitdir_is_relative_to_the_git_file() {
     let sub = h.project.join("vendor/lib");
     fs::create_dir_all(&sub).expect("mkdir submodule");
     fs::write(sub.join(".git"), "gitdir: ../../.git/modules/lib\r\n").expect(".git file");
-    let roots = default_writable(&sub, None, &[]).expect("valid submodule");
+    let roots = paths(&default_writable(&sub, None, &[]).expect("valid submodule"));
     assert!(
         roots.contains(&sub.join("../../.git/modules/lib")),
         "{roots:?}"
@@ -126,7 +158,7 @@ fn non_utf8_paths_work() {
     let odd = h.home.join(OsStr::from_bytes(b"proj-\xff\xfe"));
     fs::create_dir(&odd).expect("mkdir non-UTF-8");
     let roots = default_writable(&odd, None, &[odd.join("sub")]).expect("non-UTF-8 is a path");
-    assert_eq!(roots[0], odd);
+    assert_eq!(roots[0].path, odd);
     let report = Policy {
         writable: roots,
         ..Policy::default()
@@ -168,6 +200,7 @@ fn commondir_files_get_the_same_scrutiny_as_git_files() {
     let h = FakeHome::new();
     let gitdir = h.home.join("repo/.git/worktrees/wt");
     fs::create_dir_all(&gitdir).expect("mkdir gitdir");
+    fake_git_dir(&h.home.join("repo/.git"));
     fs::write(
         h.project.join(".git"),
         "gitdir: ../repo/.git/worktrees/wt\n",
@@ -185,13 +218,16 @@ fn commondir_files_get_the_same_scrutiny_as_git_files() {
         fs::write(&commondir, contents).expect("commondir");
         match default_writable(&h.project, None, &[]) {
             Ok(roots) => {
+                let roots = paths(&roots);
                 assert!(ok, "{contents:?} accepted: {roots:?}");
                 // Relative to the gitdir (reached through the relative .git
                 // pointer), absolute as written.
                 let relative = h.project.join("../repo/.git/worktrees/wt");
                 assert!(roots.contains(&relative), "{roots:?}");
+                // The common dir's parts when it is a git directory, the
+                // directory itself (to be skipped) when it is not.
                 assert!(
-                    roots.contains(&relative.join("../.."))
+                    roots.contains(&relative.join("../../objects"))
                         || roots.contains(&PathBuf::from("/elsewhere/common")),
                     "{contents:?}: {roots:?}"
                 );
@@ -207,7 +243,7 @@ fn commondir_files_get_the_same_scrutiny_as_git_files() {
     fs::write(h.project.join(".git"), "gitdir: ../no-such-repo/.git\n").expect(".git");
     let roots = default_writable(&h.project, None, &[]).expect("a missing target is not malformed");
     let missing = h.project.join("../no-such-repo/.git");
-    assert!(roots.contains(&missing), "{roots:?}");
+    assert!(paths(&roots).contains(&missing), "{roots:?}");
     let report = Policy {
         writable: roots,
         ..Policy::default()

@@ -62,7 +62,7 @@ fn every_write_route_lands_inside_and_is_refused_outside() {
         fs::create_dir_all(dir).expect("mkdir");
     }
     let prepared = Policy {
-        writable: vec![h.project.clone(), state.clone()],
+        writable: vec![h.project.clone().into(), state.clone().into()],
         ..Policy::default()
     }
     .prepare()

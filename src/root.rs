@@ -1,0 +1,367 @@
+//! Roots with provenance, and the judgement of what a root resolves to.
+//!
+//! A root derived from the environment or from the project's own `.git` is
+//! input that a stray variable or an earlier confined command can change.
+//! None of them may resolve to the home directory, an ancestor of it, or an
+//! ancestor of the project: that would widen the next sandbox to the very
+//! files it exists to protect. Only a root the caller names may be that
+//! wide, and then the report says so loudly.
+
+use std::cell::OnceCell;
+use std::fmt;
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+
+/// A writable root and where it came from.
+///
+/// [`default_writable`](crate::default_writable) returns these: the seed's
+/// `[]string` became roots with provenance, because whether a root may be
+/// as wide as the home directory depends on who named it. A path converts
+/// into a root named by the caller ([`Origin::Extra`]), so
+/// `Policy { writable: vec!["/srv/out".into()], ..Policy::default() }` means "named explicitly".
+///
+/// # Examples
+///
+/// ```
+/// use strument_sandbox::{Origin, Root};
+///
+/// let named: Root = "/srv/out".into();
+/// assert_eq!(named.origin, Origin::Extra);
+/// let cache = Root::new("/home/me/.cache/go-build", Origin::Cache { variable: None });
+/// assert!(!cache.origin.is_explicit());
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Root {
+    /// The path as given (not resolved: the kernel resolves it when the
+    /// policy is applied, and the report says what it resolved to).
+    pub path: PathBuf,
+    /// Who named it.
+    pub origin: Origin,
+}
+
+impl Root {
+    /// A root at `path` that came from `origin`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let r = strument_sandbox::Root::new("/tmp", strument_sandbox::Origin::Temp { variable: None });
+    /// assert_eq!(r.path, std::path::Path::new("/tmp"));
+    /// ```
+    #[must_use]
+    pub fn new(path: impl Into<PathBuf>, origin: Origin) -> Root {
+        Root {
+            path: path.into(),
+            origin,
+        }
+    }
+}
+
+impl From<PathBuf> for Root {
+    fn from(path: PathBuf) -> Root {
+        Root::new(path, Origin::Extra)
+    }
+}
+
+impl From<&PathBuf> for Root {
+    fn from(path: &PathBuf) -> Root {
+        Root::new(path.clone(), Origin::Extra)
+    }
+}
+
+impl From<&Path> for Root {
+    fn from(path: &Path) -> Root {
+        Root::new(path, Origin::Extra)
+    }
+}
+
+impl From<&str> for Root {
+    fn from(path: &str) -> Root {
+        Root::new(path, Origin::Extra)
+    }
+}
+
+impl From<String> for Root {
+    fn from(path: String) -> Root {
+        Root::new(path, Origin::Extra)
+    }
+}
+
+/// An environment variable a root was read from, and its value as read.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Variable {
+    /// The variable's name (`TMPDIR`, `XDG_CACHE_HOME`, `GOCACHE`, …).
+    pub name: &'static str,
+    /// Its value.
+    pub value: PathBuf,
+}
+
+impl fmt::Display for Variable {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "${}={}", self.name, self.value.display())
+    }
+}
+
+/// Where a root came from.
+///
+/// Roots the caller names ([`Project`](Origin::Project),
+/// [`State`](Origin::State), [`Extra`](Origin::Extra)) are granted
+/// whatever they resolve to, with a loud warning when that is the home
+/// directory or above. Every other root is derived (from the environment,
+/// the project's `.git`, or built in) and is skipped if it resolves there.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Origin {
+    /// The project root, named by the caller.
+    Project,
+    /// The session's state directory, named by the caller.
+    State,
+    /// A git directory outside the project, read from a file the project
+    /// holds (and so a file a confined command can rewrite).
+    Git {
+        /// The file or symlink that named it: `<project>/.git` or a
+        /// worktree's `commondir`.
+        pointer: PathBuf,
+    },
+    /// Temporary space: `$TMPDIR`, or built in (`/tmp`, `/var/tmp`, `/dev/shm`).
+    Temp {
+        /// The variable it was read from, if any.
+        variable: Option<Variable>,
+    },
+    /// A device file programs write (`/dev/null`, `/dev/pts`, …).
+    Device,
+    /// A toolchain cache, under the home directory by default or where a
+    /// variable (`XDG_CACHE_HOME`, `GOCACHE`, `CARGO_HOME`, …) says.
+    Cache {
+        /// The variable it was read from, if any.
+        variable: Option<Variable>,
+    },
+    /// Named by the caller: `--allow`, the library's `extra`, or any path
+    /// converted into a [`Root`].
+    Extra,
+}
+
+impl Origin {
+    /// Whether the caller named this root (project, state directory,
+    /// extra), rather than the environment, the `.git` or a built-in list.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use strument_sandbox::Origin;
+    /// assert!(Origin::Project.is_explicit());
+    /// assert!(!Origin::Device.is_explicit());
+    /// ```
+    #[must_use]
+    pub fn is_explicit(&self) -> bool {
+        matches!(self, Origin::Project | Origin::State | Origin::Extra)
+    }
+
+    /// A short, stable name for programs: `project`, `state`, `git`,
+    /// `temp`, `device`, `cache` or `extra`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// assert_eq!(strument_sandbox::Origin::Extra.kind(), "extra");
+    /// ```
+    #[must_use]
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Origin::Project => "project",
+            Origin::State => "state",
+            Origin::Git { .. } => "git",
+            Origin::Temp { .. } => "temp",
+            Origin::Device => "device",
+            Origin::Cache { .. } => "cache",
+            Origin::Extra => "extra",
+        }
+    }
+
+    /// The variable the root was read from, if any.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// assert!(strument_sandbox::Origin::Project.variable().is_none());
+    /// ```
+    #[must_use]
+    pub fn variable(&self) -> Option<&Variable> {
+        match self {
+            Origin::Temp { variable } | Origin::Cache { variable } => variable.as_ref(),
+            _ => None,
+        }
+    }
+}
+
+impl fmt::Display for Origin {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Origin::Project => f.write_str("the project"),
+            Origin::State => f.write_str("the state directory"),
+            Origin::Git { pointer } => write!(f, "git, named by {}", pointer.display()),
+            Origin::Temp { variable: Some(v) } => write!(f, "temp, from {v}"),
+            Origin::Temp { variable: None } => f.write_str("temp, built in"),
+            Origin::Device => f.write_str("device"),
+            Origin::Cache { variable: Some(v) } => write!(f, "cache, from {v}"),
+            Origin::Cache { variable: None } => f.write_str("cache, under the home directory"),
+            Origin::Extra => f.write_str("named by the caller"),
+        }
+    }
+}
+
+/// What a root resolves to that makes it too wide to be derived.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Covers {
+    /// The home directory itself.
+    Home,
+    /// A directory above the home directory (`/home`, `/`).
+    AboveHome,
+    /// A directory above the project (which may hold other projects).
+    AboveProject,
+}
+
+impl Covers {
+    /// A short, stable name for programs.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// assert_eq!(strument_sandbox::Covers::AboveHome.kind(), "above-home");
+    /// ```
+    #[must_use]
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Covers::Home => "home",
+            Covers::AboveHome => "above-home",
+            Covers::AboveProject => "above-project",
+        }
+    }
+}
+
+impl fmt::Display for Covers {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Covers::Home => "the home directory",
+            Covers::AboveHome => "an ancestor of the home directory",
+            Covers::AboveProject => "an ancestor of the project",
+        })
+    }
+}
+
+/// The identities (device, inode) a derived root must not resolve to,
+/// computed once per policy: a handful of `stat`s, the project's only when
+/// first needed.
+#[derive(Debug, Default)]
+pub(crate) struct Judge {
+    pub(crate) home: Option<PathBuf>,
+    /// The home directory, then each ancestor up to `/`.
+    home_chain: Vec<(u64, u64)>,
+    project: Option<PathBuf>,
+    /// The project's strict ancestors up to `/`.
+    above_project: OnceCell<Vec<(u64, u64)>>,
+}
+
+impl Judge {
+    /// A judge of what covers `home`, and of what covers `project` too when
+    /// one is given.
+    pub(crate) fn new(home: Option<&Path>, project: Option<&Path>) -> Judge {
+        let home = home.filter(|h| h.is_absolute());
+        Judge {
+            home: home.map(Path::to_path_buf),
+            home_chain: home.map(chain).unwrap_or_default(),
+            project: project.map(Path::to_path_buf),
+            above_project: OnceCell::new(),
+        }
+    }
+
+    /// What `id` covers that a derived root must not, if anything.
+    pub(crate) fn covers(&self, id: (u64, u64)) -> Option<Covers> {
+        if let Some(c) = self.covers_home(id) {
+            return Some(c);
+        }
+        let project = self.project.as_deref()?;
+        let above = self
+            .above_project
+            .get_or_init(|| chain(project).into_iter().skip(1).collect());
+        above.contains(&id).then_some(Covers::AboveProject)
+    }
+
+    /// What `path` resolves to that a derived root must not cover.
+    pub(crate) fn covers_path(&self, path: &Path) -> Option<Covers> {
+        let meta = std::fs::metadata(path).ok()?;
+        self.covers((meta.dev(), meta.ino()))
+    }
+
+    /// As [`Judge::covers`], but the project's ancestors only for a
+    /// directory a variable named: one under the home directory by default
+    /// (`~/.cache`, `~/.cargo`) can be above the project only when the
+    /// project is inside a cache, and walking up from the project costs a
+    /// `stat` a level on every start-up.
+    pub(crate) fn covers_as(&self, id: (u64, u64), from_variable: bool) -> Option<Covers> {
+        match self.covers_home(id) {
+            Some(c) => Some(c),
+            None if from_variable => self.covers(id),
+            None => None,
+        }
+    }
+
+    /// [`Judge::covers_as`] for a path.
+    pub(crate) fn covers_path_as(&self, path: &Path, from_variable: bool) -> Option<Covers> {
+        let meta = std::fs::metadata(path).ok()?;
+        self.covers_as((meta.dev(), meta.ino()), from_variable)
+    }
+
+    /// Whether `id` is the home directory or above it.
+    fn covers_home(&self, id: (u64, u64)) -> Option<Covers> {
+        if self.home_chain.first() == Some(&id) {
+            Some(Covers::Home)
+        } else if self.home_chain.iter().skip(1).any(|a| *a == id) {
+            Some(Covers::AboveHome)
+        } else {
+            None
+        }
+    }
+}
+
+/// The identity of `start` and of each directory above it, up to `/`,
+/// walked with `..` so the kernel resolves symlinks physically.
+fn chain(start: &Path) -> Vec<(u64, u64)> {
+    let mut out: Vec<(u64, u64)> = Vec::new();
+    let mut path = start.to_path_buf();
+    // Far deeper than any real path; bounds a pathological one.
+    while out.len() < 4096 {
+        let Ok(meta) = std::fs::metadata(&path) else {
+            break;
+        };
+        let id = (meta.dev(), meta.ino());
+        if out.last() == Some(&id) {
+            break; // `/..` is `/`
+        }
+        out.push(id);
+        path.push("..");
+    }
+    out
+}
+
+/// Whether `dir` is the home directory or an ancestor of it (`/home`, `/`),
+/// compared by identity: a project there would make the whole home
+/// writable. The CLI's `run` refuses to take such a current directory as
+/// the project without an explicit `--project`.
+///
+/// # Examples
+///
+/// ```
+/// use strument_sandbox::{Covers, covers_home};
+/// if let Some(home) = std::env::var_os("HOME").map(std::path::PathBuf::from) {
+///     if home.is_dir() {
+///         assert_eq!(covers_home(&home), Some(Covers::Home));
+///         assert_eq!(covers_home(&home.join("no-such-project")), None);
+///     }
+/// }
+/// ```
+#[must_use]
+pub fn covers_home(dir: &Path) -> Option<Covers> {
+    Judge::new(dirs::home_dir().as_deref(), None).covers_path(dir)
+}

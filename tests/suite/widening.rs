@@ -1,0 +1,342 @@
+//! No confined command and no environment can widen the next sandbox: every
+//! root is judged by what it resolves to. These read `policy --json` with a
+//! fake home (no Landlock needed); the confined runs are in
+//! `kernel::widening`.
+
+use std::ffi::OsString;
+use std::fs;
+use std::os::unix::fs::{MetadataExt, symlink};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use serde_json::Value;
+
+use super::support::{BIN, FakeHome, output, show};
+
+/// `strument-sandbox policy --json` for the fake home's project, with
+/// `vars` added to the fake home's environment.
+fn policy(h: &FakeHome, flags: &[&str], vars: &[(&str, OsString)]) -> Value {
+    let mut cmd = Command::new(BIN);
+    cmd.arg("policy").arg("--json").args(flags);
+    h.env(&mut cmd);
+    if !flags.contains(&"--project") {
+        cmd.arg("--project").arg(&h.project);
+    }
+    for (name, value) in vars {
+        cmd.env(name, value);
+    }
+    let out = output(&mut cmd);
+    assert!(out.status.success(), "policy failed\n{}", show(&out));
+    serde_json::from_slice(&out.stdout).expect("policy --json prints JSON")
+}
+
+/// The identity of `dir` and of every directory above it.
+pub(super) fn self_and_above(dir: &Path) -> Vec<(u64, u64)> {
+    let mut out = Vec::new();
+    let mut path = dir.to_path_buf();
+    while let Ok(meta) = fs::metadata(&path) {
+        let id = (meta.dev(), meta.ino());
+        if out.last() == Some(&id) {
+            break;
+        }
+        out.push(id);
+        path.push("..");
+    }
+    out
+}
+
+/// The granted entries of a report that resolve to the home directory or
+/// above it, as (path, origin kind).
+pub(super) fn granted_home_or_above(report: &Value, home: &Path) -> Vec<(String, String)> {
+    let forbidden = self_and_above(home);
+    report["granted"]
+        .as_array()
+        .expect("granted is a list")
+        .iter()
+        .filter(|g| {
+            // What the policy's own process resolved it to (`/proc/self/cwd`
+            // means something else here).
+            let path = g["resolved"].as_str().or(g["path"].as_str()).expect("path");
+            fs::metadata(path).is_ok_and(|m| forbidden.contains(&(m.dev(), m.ino())))
+        })
+        .map(|g| {
+            (
+                g["path"].as_str().unwrap_or_default().to_owned(),
+                g["origin"]["kind"].as_str().unwrap_or_default().to_owned(),
+            )
+        })
+        .collect()
+}
+
+/// The skipped entry for `path`, if any.
+fn skipped<'a>(report: &'a Value, path: &Path) -> Option<&'a Value> {
+    report["skipped"]
+        .as_array()
+        .expect("skipped is a list")
+        .iter()
+        .find(|s| s["path"].as_str() == Some(&path.to_string_lossy()))
+}
+
+fn granted_paths(report: &Value) -> Vec<PathBuf> {
+    report["granted"]
+        .as_array()
+        .expect("granted is a list")
+        .iter()
+        .map(|g| PathBuf::from(g["path"].as_str().expect("path")))
+        .collect()
+}
+
+fn warnings(report: &Value) -> String {
+    report["warnings"]
+        .as_array()
+        .expect("warnings is a list")
+        .iter()
+        .map(|w| w.as_str().unwrap_or_default())
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// Asserts the report grants the project and nothing at or above home,
+/// and skips `path` as widening, from `origin`.
+#[track_caller]
+fn assert_skipped_as_widening(report: &Value, h: &FakeHome, path: &Path, origin: &str) {
+    assert_eq!(
+        granted_home_or_above(report, &h.home),
+        [],
+        "home or above granted: {report:#}"
+    );
+    // The granted side: the project still is.
+    assert!(granted_paths(report).contains(&h.project), "{report:#}");
+    let s = skipped(report, path).unwrap_or_else(|| panic!("{path:?} not skipped: {report:#}"));
+    assert_eq!(s["reason"], "widens", "{s:#}");
+    assert_eq!(s["origin"]["kind"], origin, "{s:#}");
+    assert!(
+        warnings(report).contains(&*path.to_string_lossy()),
+        "no warning names {path:?}: {report:#}"
+    );
+}
+
+#[test]
+fn a_git_file_naming_home_or_root_is_skipped_and_said_why() {
+    let h = FakeHome::new();
+    let dotgit = h.project.join(".git");
+    for target in [h.home.clone(), PathBuf::from("/"), h.home.join(".")] {
+        fs::write(&dotgit, format!("gitdir: {}\n", target.display())).expect(".git");
+        let report = policy(&h, &[], &[]);
+        assert_skipped_as_widening(&report, &h, &target, "git");
+        let s = skipped(&report, &target).expect("skipped");
+        assert_eq!(
+            s["origin"]["pointer"].as_str(),
+            Some(&*dotgit.to_string_lossy()),
+            "{s:#}"
+        );
+    }
+}
+
+#[test]
+fn a_git_symlink_to_home_is_skipped_and_one_to_a_git_dir_granted() {
+    let h = FakeHome::new();
+    let dotgit = h.project.join(".git");
+    symlink(&h.home, &dotgit).expect("ln -s ~ .git");
+    let report = policy(&h, &[], &[]);
+    assert_skipped_as_widening(&report, &h, &dotgit, "git");
+    // A symlink to a real git directory elsewhere is granted, and says
+    // what it resolved to.
+    let real = h.home.join("elsewhere/project.git");
+    fake_git_dir(&real);
+    fs::remove_file(&dotgit).expect("rm .git");
+    symlink(&real, &dotgit).expect("ln -s real .git");
+    let report = policy(&h, &[], &[]);
+    let g = report["granted"]
+        .as_array()
+        .expect("granted")
+        .iter()
+        .find(|g| g["path"].as_str() == Some(&*dotgit.to_string_lossy()))
+        .unwrap_or_else(|| panic!("{dotgit:?} not granted: {report:#}"));
+    assert_eq!(g["resolved"].as_str(), Some(&*real.to_string_lossy()));
+    assert_eq!(g["origin"]["kind"], "git");
+}
+
+/// A repository's git directory, as far as the layout check goes.
+pub(super) fn fake_git_dir(dir: &Path) {
+    for sub in ["objects", "refs", "logs", "hooks"] {
+        fs::create_dir_all(dir.join(sub)).expect("mkdir git dir");
+    }
+    fs::write(dir.join("HEAD"), "ref: refs/heads/main\n").expect("HEAD");
+    fs::write(dir.join("config"), "[core]\n").expect("config");
+}
+
+#[test]
+fn a_commondir_naming_home_is_skipped_and_a_non_git_gitdir_too() {
+    let h = FakeHome::new();
+    let gitdir = h.home.join("repo/.git/worktrees/wt");
+    fake_git_dir(&h.home.join("repo/.git"));
+    fs::create_dir_all(&gitdir).expect("mkdir gitdir");
+    fs::write(gitdir.join("HEAD"), "ref: refs/heads/wt\n").expect("HEAD");
+    fs::write(
+        h.project.join(".git"),
+        format!("gitdir: {}\n", gitdir.display()),
+    )
+    .expect(".git");
+    fs::write(gitdir.join("commondir"), format!("{}\n", h.home.display())).expect("commondir");
+    let report = policy(&h, &[], &[]);
+    assert_skipped_as_widening(&report, &h, &h.home, "git");
+    // The worktree's own gitdir is still granted.
+    assert!(granted_paths(&report).contains(&gitdir), "{report:#}");
+
+    // A gitdir that is no git directory (here ~/Documents) is skipped too.
+    let documents = h.home.join("Documents");
+    fs::write(
+        h.project.join(".git"),
+        format!("gitdir: {}\n", documents.display()),
+    )
+    .expect(".git");
+    let report = policy(&h, &[], &[]);
+    let s = skipped(&report, &documents).unwrap_or_else(|| panic!("{report:#}"));
+    assert_eq!(s["reason"], "not-a-git-directory", "{s:#}");
+    assert!(!granted_paths(&report).contains(&documents));
+}
+
+/// Every variable that names a cache or temporary root.
+const VARIABLES: [&str; 13] = [
+    "TMPDIR",
+    "XDG_CACHE_HOME",
+    "GOCACHE",
+    "GOMODCACHE",
+    "CARGO_HOME",
+    "npm_config_cache",
+    "BUN_INSTALL_CACHE_DIR",
+    "npm_config_store_dir",
+    "YARN_CACHE_FOLDER",
+    "PIP_CACHE_DIR",
+    "UV_CACHE_DIR",
+    "CCACHE_DIR",
+    "SCCACHE_DIR",
+];
+
+#[test]
+fn a_variable_naming_home_root_dotdot_or_a_planted_symlink_is_skipped() {
+    let h = FakeHome::new();
+    // A symlink planted inside a writable root (temporary space), then
+    // named by a variable.
+    let planted_dir = tempfile::tempdir().expect("a directory in temporary space");
+    let planted = planted_dir.path().join("cache");
+    symlink(&h.home, &planted).expect("plant a symlink to home");
+    let values = [
+        h.home.clone(),
+        PathBuf::from("/"),
+        h.home.join(".cache/.."),
+        planted.clone(),
+    ];
+    for name in VARIABLES {
+        for value in &values {
+            let report = policy(&h, &[], &[(name, value.clone().into_os_string())]);
+            let kind = if name == "TMPDIR" { "temp" } else { "cache" };
+            assert_skipped_as_widening(&report, &h, value, kind);
+            let s = skipped(&report, value).expect("skipped");
+            assert_eq!(s["origin"]["variable"], name, "{s:#}");
+            assert_eq!(
+                s["origin"]["value"].as_str(),
+                Some(&*value.to_string_lossy()),
+                "{s:#}"
+            );
+        }
+        // The granted side: the same variable naming a directory of its own.
+        let own = h.home.join(format!("own-{name}"));
+        for sub in ["registry", "go-build"] {
+            fs::create_dir_all(own.join(sub)).expect("mkdir");
+        }
+        let report = policy(&h, &[], &[(name, own.clone().into_os_string())]);
+        let granted = granted_paths(&report);
+        assert!(
+            granted.iter().any(|g| g.starts_with(&own)),
+            "{name}={own:?} granted nothing: {report:#}"
+        );
+        assert_eq!(granted_home_or_above(&report, &h.home), []);
+    }
+}
+
+#[test]
+fn the_cache_home_is_granted_by_its_directories_never_whole() {
+    let h = FakeHome::new();
+    let cache = h.home.join(".cache");
+    fs::create_dir_all(cache.join("go-build")).expect("mkdir go-build");
+    fs::write(cache.join("p10k-instant-prompt-me.zsh"), "# p10k\n").expect("p10k");
+    let report = policy(&h, &[], &[]);
+    let granted = granted_paths(&report);
+    assert!(granted.contains(&cache.join("go-build")), "{report:#}");
+    assert!(!granted.contains(&cache), "{report:#}");
+    assert!(
+        !granted
+            .iter()
+            .any(|g| cache.join("p10k-instant-prompt-me.zsh").starts_with(g)),
+        "{report:#}"
+    );
+    // XDG_CACHE_HOME elsewhere: its directories, not it.
+    let xdg = h.home.join("xdg-cache");
+    fs::create_dir_all(xdg.join("pip")).expect("mkdir");
+    let report = policy(&h, &[], &[("XDG_CACHE_HOME", xdg.clone().into_os_string())]);
+    let granted = granted_paths(&report);
+    assert!(granted.contains(&xdg.join("pip")), "{report:#}");
+    assert!(!granted.contains(&xdg), "{report:#}");
+}
+
+#[test]
+fn a_home_inside_a_granted_root_is_a_loud_warning_naming_it() {
+    // A home under /tmp, as in containers and CI runners: report only, no
+    // write is tried here.
+    let temp = ["/tmp", "/var/tmp", "/dev/shm"]
+        .into_iter()
+        .find(|t| Path::new(t).is_dir())
+        .expect("one of /tmp, /var/tmp, /dev/shm exists");
+    let under_tmp = tempfile::Builder::new()
+        .prefix("home-in-tmp-")
+        .tempdir_in(temp)
+        .expect("a home under temporary space");
+    let home = under_tmp.path().canonicalize().expect("canonical");
+    fs::create_dir_all(home.join("project")).expect("mkdir");
+    let mut cmd = Command::new(BIN);
+    cmd.args(["policy", "--json", "--project"])
+        .arg(home.join("project"))
+        .env_clear()
+        .env("HOME", &home);
+    let out = output(&mut cmd);
+    assert!(out.status.success(), "{}", show(&out));
+    let report: Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    let w = warnings(&report);
+    assert!(
+        w.contains(&format!(
+            "the home directory {} is writable",
+            home.display()
+        )) && w.contains(&format!("root {temp} ")),
+        "{report:#}"
+    );
+    // The text report, too.
+    let mut cmd = Command::new(BIN);
+    cmd.args(["policy", "--project"])
+        .arg(home.join("project"))
+        .env_clear()
+        .env("HOME", &home);
+    let text = String::from_utf8_lossy(&output(&mut cmd).stdout).into_owned();
+    assert!(text.contains("warning: the home directory"), "{text}");
+}
+
+#[test]
+fn home_named_explicitly_is_granted_with_a_loud_warning() {
+    let h = FakeHome::new();
+    let home = h.home.to_string_lossy().into_owned();
+    let report = policy(&h, &["--allow", &home], &[]);
+    assert_eq!(
+        granted_home_or_above(&report, &h.home),
+        [(home.clone(), "extra".to_owned())],
+        "{report:#}"
+    );
+    assert!(
+        warnings(&report).contains(&format!("the home directory {home} is writable")),
+        "{report:#}"
+    );
+    // The refused side: without --allow, nothing at or above home.
+    let report = policy(&h, &[], &[]);
+    assert_eq!(granted_home_or_above(&report, &h.home), []);
+    assert!(!warnings(&report).contains("is writable"), "{report:#}");
+}
