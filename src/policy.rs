@@ -696,12 +696,11 @@ fn leads_to_git(root: &OpenRoot, origin: &Origin) -> bool {
     if is_git_dir(dir) {
         return true;
     }
-    let part = root
-        .granted
-        .path
-        .file_name()
-        .is_some_and(|name| COMMON_DIR_PARTS.iter().any(|p| name == *p));
-    part && pointer.ends_with("commondir") && is_git_dir(&dir.join(".."))
+    // The part must resolve to a directory of that very name: `objects`
+    // planted as a symlink to another repository's `hooks/` must not pass.
+    let name = root.granted.path.file_name();
+    let part = name.is_some_and(|name| COMMON_DIR_PARTS.iter().any(|p| name == *p));
+    part && dir.file_name() == name && pointer.ends_with("commondir") && is_git_dir(&dir.join(".."))
 }
 
 /// Opens `path`; `resolve` asks the kernel what it resolved to.

@@ -340,3 +340,40 @@ fn home_named_explicitly_is_granted_with_a_loud_warning() {
     assert_eq!(granted_home_or_above(&report, &h.home), []);
     assert!(!warnings(&report).contains("is writable"), "{report:#}");
 }
+
+#[test]
+fn a_common_dir_part_planted_as_a_symlink_to_another_repositorys_hooks_is_skipped() {
+    let h = FakeHome::new();
+    let other = h.home.join("other/.git");
+    fake_git_dir(&other);
+    // A fake common dir whose `objects` leads to the other repository's hooks.
+    let common = h.home.join("fake-common");
+    fs::create_dir_all(common.join("refs")).expect("mkdir refs");
+    fs::create_dir_all(common.join("logs")).expect("mkdir logs");
+    fs::write(common.join("HEAD"), "ref: refs/heads/main\n").expect("HEAD");
+    symlink(other.join("hooks"), common.join("objects")).expect("plant objects");
+    let gitdir = h.home.join("fake-worktree");
+    fs::create_dir_all(&gitdir).expect("mkdir");
+    fs::write(gitdir.join("HEAD"), "ref: refs/heads/wt\n").expect("HEAD");
+    fs::write(gitdir.join("commondir"), format!("{}\n", common.display())).expect("commondir");
+    fs::write(
+        h.project.join(".git"),
+        format!("gitdir: {}\n", gitdir.display()),
+    )
+    .expect(".git");
+    let report = policy(&h, &[], &[]);
+    let s = skipped(&report, &common.join("objects")).unwrap_or_else(|| panic!("{report:#}"));
+    assert_eq!(s["reason"], "not-a-git-directory", "{s:#}");
+    let granted = granted_paths(&report);
+    // The granted side: the real parts are.
+    assert!(granted.contains(&common.join("refs")), "{report:#}");
+    assert!(granted.contains(&gitdir), "{report:#}");
+    assert!(
+        !report["granted"]
+            .as_array()
+            .expect("granted")
+            .iter()
+            .any(|g| g["resolved"].as_str() == Some(&*other.join("hooks").to_string_lossy())),
+        "{report:#}"
+    );
+}
