@@ -349,11 +349,16 @@ fn cmd_explain(roots: &Roots, json: bool, paths: &[PathBuf]) -> Result<u8, Failu
         let v = json!({
             "abi": report.abi,
             "paths": explained.iter().map(explanation_json).collect::<Vec<_>>(),
+            "warnings": report.warnings.iter().map(|w| w.to_string()).collect::<Vec<_>>(),
         });
         say!("{v}");
     } else {
         for e in &explained {
             say!("{}", explanation_text(e));
+        }
+        // A writable home or a skipped widening root changes every answer.
+        for w in &report.warnings {
+            say!("warning: {w}");
         }
         if report.abi == 0 {
             say!("note: this kernel has no Landlock: `run` would refuse to run anything");

@@ -319,6 +319,17 @@ fn a_home_inside_a_granted_root_is_a_loud_warning_naming_it() {
         .env("HOME", &home);
     let text = String::from_utf8_lossy(&output(&mut cmd).stdout).into_owned();
     assert!(text.contains("warning: the home directory"), "{text}");
+    // And explain, whose every answer it changes.
+    let mut cmd = Command::new(BIN);
+    cmd.args(["explain", "--project"])
+        .arg(home.join("project"))
+        .arg(home.join(".bashrc"))
+        .env_clear()
+        .env("HOME", &home);
+    let out = output(&mut cmd);
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(text.contains(": writable, granted by"), "{text}");
+    assert!(text.contains("warning: the home directory"), "{text}");
 }
 
 #[test]
