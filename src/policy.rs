@@ -21,7 +21,7 @@ use crate::services::{Service, reachable_services};
 use crate::sockets::{self, GrantedSocket, SkippedSocket, Socket};
 use crate::sys;
 use crate::terminal::TerminalFilter;
-use crate::writable::{COMMON_DIR_PARTS, is_git_dir};
+use crate::writable::{COMMON_DIR_PARTS, COMMON_DIR_REFTABLE, is_git_dir};
 
 /// What the sandbox permits: a list of roots writes may land under, and
 /// the unix sockets a confined command may connect to. Reads and execution
@@ -699,7 +699,9 @@ fn leads_to_git(root: &OpenRoot, origin: &Origin) -> bool {
     // The part must resolve to a directory of that very name: `objects`
     // planted as a symlink to another repository's `hooks/` must not pass.
     let name = root.granted.path.file_name();
-    let part = name.is_some_and(|name| COMMON_DIR_PARTS.iter().any(|p| name == *p));
+    let part = name.is_some_and(|name| {
+        name == COMMON_DIR_REFTABLE || COMMON_DIR_PARTS.iter().any(|p| name == *p)
+    });
     part && dir.file_name() == name && pointer.ends_with("commondir") && is_git_dir(&dir.join(".."))
 }
 

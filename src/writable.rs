@@ -544,6 +544,11 @@ fn env_first_path(list: Option<PathBuf>) -> Option<PathBuf> {
 /// is its gitdir, granted whole.
 pub(crate) const COMMON_DIR_PARTS: [&str; 3] = ["objects", "refs", "logs"];
 
+/// Granted as well when the common directory has it: the reftable ref
+/// store (`git init --ref-format=reftable`, git 2.45), which keeps its lock
+/// files inside it, so a worktree can delete refs there too.
+pub(crate) const COMMON_DIR_REFTABLE: &str = "reftable";
+
 /// The git directories a project needs when they live outside it.
 fn git_dirs(project_root: &Path) -> Result<Vec<Root>, PolicyError> {
     let dotgit = project_root.join(".git");
@@ -616,6 +621,10 @@ fn git_dirs(project_root: &Path) -> Result<Vec<Root>, PolicyError> {
                         .iter()
                         .map(|part| Root::new(common.join(part), origin.clone())),
                 );
+                let reftable = common.join(COMMON_DIR_REFTABLE);
+                if reftable.is_dir() {
+                    out.push(Root::new(reftable, origin));
+                }
             } else {
                 // Listed whole so that Policy skips it and says why.
                 out.push(Root::new(common, origin));

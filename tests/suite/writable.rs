@@ -47,6 +47,30 @@ fn a_worktree_grants_its_gitdir_and_the_parts_of_the_common_dir_it_writes() {
     }
     // Not the common dir whole: its hooks/ and config run in the main repository.
     assert!(!roots.contains(&gitdir.join("../..")), "{roots:?}");
+    // No reftable store, none listed; with one (git 2.45's
+    // `--ref-format=reftable`), it is granted too: ref deletions lock there.
+    assert!(!roots.contains(&gitdir.join("../../reftable")), "{roots:?}");
+    fs::create_dir(common.join("reftable")).expect("mkdir reftable");
+    let with_reftable = paths(&default_writable(&h.project, None, &[]).expect("valid worktree"));
+    assert!(
+        with_reftable.contains(&gitdir.join("../../reftable")),
+        "{with_reftable:?}"
+    );
+    // With their git origin, so the check that a part leads into a git
+    // directory runs.
+    let report = Policy {
+        writable: default_writable(&h.project, None, &[]).expect("valid worktree"),
+        ..Policy::default()
+    }
+    .check()
+    .expect("check");
+    assert!(
+        report
+            .granted
+            .iter()
+            .any(|g| g.path == gitdir.join("../../reftable")),
+        "{report:?}"
+    );
     // And the kernel-facing check resolves `..` to the common dir's parts.
     let report = Policy {
         writable: roots.iter().map(Root::from).collect(),
