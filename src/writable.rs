@@ -39,8 +39,8 @@ const TEMP: &[&str] = &["/tmp", "/var/tmp", "/dev/shm"];
 ///   (`gitdir: …`, relative to the file) in a linked worktree or a
 ///   submodule, or as a symlink; and of a worktree's common directory
 ///   (`commondir`) only the parts a worktree writes (`objects/`, `refs/`,
-///   `logs/`), so the main repository's `hooks/` and `config` stay
-///   read-only;
+///   `logs/`, and `reftable/` when the repository has one), so the main
+///   repository's `hooks/` and `config` stay read-only;
 /// - **temporary space**: `$TMPDIR`, `/tmp`, `/var/tmp`, `/dev/shm`;
 /// - **device files** programs write: `/dev/null`, `/dev/zero`,
 ///   `/dev/full`, `/dev/tty`, `/dev/ptmx`, `/dev/pts`;
