@@ -200,19 +200,32 @@ fn a_worktree_reports_its_repository_s_hooks() {
         "-b",
         "feat",
     ]);
-    let mut cmd = Command::new(BIN);
-    cmd.arg("run").arg("--project").arg(&worktree);
-    cmd.args([
-        "--",
-        "sh",
-        "-c",
-        "echo x > \"$(git rev-parse --git-common-dir)/hooks/pre-push\"",
-    ]);
-    h.env(&mut cmd);
-    cmd.current_dir(&worktree);
-    let out = output(&mut cmd);
-    assert_success(&out);
+    let plant = |allow: &[&Path]| {
+        let mut cmd = Command::new(BIN);
+        cmd.arg("run").arg("--project").arg(&worktree);
+        for path in allow {
+            cmd.arg("--allow").arg(path);
+        }
+        cmd.args([
+            "--",
+            "sh",
+            "-c",
+            "echo x > \"$(git rev-parse --git-common-dir)/hooks/pre-push\"",
+        ]);
+        h.env(&mut cmd);
+        cmd.current_dir(&worktree);
+        output(&mut cmd)
+    };
     let hook = h.project.join(".git/hooks/pre-push");
+    // By default a worktree is granted only the parts of the common git
+    // directory it writes (objects, refs, logs): the hook is refused.
+    let out = plant(&[]);
+    assert!(!out.status.success(), "{}", show(&out));
+    assert!(!hook.exists(), "{}", show(&out));
+    assert_eq!(reported(&out), Vec::<String>::new(), "{}", show(&out));
+    // Granted whole by the caller, the hook lands, and is reported.
+    let out = plant(&[&h.project.join(".git")]);
+    assert_success(&out);
     assert!(hook.is_file());
     let lines = reported(&out);
     assert_eq!(
