@@ -256,8 +256,9 @@ impl fmt::Display for Covers {
 #[derive(Debug, Default)]
 pub(crate) struct Judge {
     pub(crate) home: Option<PathBuf>,
-    /// The home directory, then each ancestor up to `/`.
-    home_chain: Vec<(u64, u64)>,
+    /// The home directory, then each ancestor up to `/`: walked when first
+    /// needed.
+    home_chain: OnceCell<Vec<(u64, u64)>>,
     project: Option<PathBuf>,
     /// The project's strict ancestors up to `/`.
     above_project: OnceCell<Vec<(u64, u64)>>,
@@ -270,7 +271,7 @@ impl Judge {
         let home = home.filter(|h| h.is_absolute());
         Judge {
             home: home.map(Path::to_path_buf),
-            home_chain: home.map(chain).unwrap_or_default(),
+            home_chain: OnceCell::new(),
             project: project.map(Path::to_path_buf),
             above_project: OnceCell::new(),
         }
@@ -307,17 +308,28 @@ impl Judge {
         }
     }
 
-    /// [`Judge::covers_as`] for a path.
+    /// [`Judge::covers_as`] for a path. A default path under the home
+    /// directory (`~/.cache`, `~/.cargo`) that is not a symlink is a
+    /// directory inside home, never home or above it: one `lstat` answers.
     pub(crate) fn covers_path_as(&self, path: &Path, from_variable: bool) -> Option<Covers> {
+        if !from_variable {
+            let link = std::fs::symlink_metadata(path).ok()?;
+            if !link.file_type().is_symlink() {
+                return None;
+            }
+        }
         let meta = std::fs::metadata(path).ok()?;
         self.covers_as((meta.dev(), meta.ino()), from_variable)
     }
 
     /// Whether `id` is the home directory or above it.
     fn covers_home(&self, id: (u64, u64)) -> Option<Covers> {
-        if self.home_chain.first() == Some(&id) {
+        let home_chain = self
+            .home_chain
+            .get_or_init(|| self.home.as_deref().map(chain).unwrap_or_default());
+        if home_chain.first() == Some(&id) {
             Some(Covers::Home)
-        } else if self.home_chain.iter().skip(1).any(|a| *a == id) {
+        } else if home_chain.iter().skip(1).any(|a| *a == id) {
             Some(Covers::AboveHome)
         } else {
             None

@@ -246,16 +246,24 @@ pub(crate) fn create_missing_caches_for(
 
     let mut stamp = None;
     if let Some((dir, variable)) = cache_home(&var, home.as_deref()) {
-        // One stat says whether it is there, a directory, and not too wide.
-        let meta = std::fs::metadata(&dir).ok();
+        // One lstat says whether it is there and a directory; only a
+        // variable's value or a symlink needs judging.
+        let link = std::fs::symlink_metadata(&dir).ok();
+        let symlink = link.as_ref().is_some_and(|l| l.file_type().is_symlink());
+        let meta = if symlink {
+            std::fs::metadata(&dir).ok()
+        } else {
+            link
+        };
         if meta.is_none() && dir.parent().is_some_and(Path::is_dir) {
             make(&dir);
         }
-        let wide = meta.as_ref().is_some_and(|m| {
-            judge
-                .covers_as((m.dev(), m.ino()), variable.is_some())
-                .is_some()
-        });
+        let wide = (symlink || variable.is_some())
+            && meta.as_ref().is_some_and(|m| {
+                judge
+                    .covers_as((m.dev(), m.ino()), variable.is_some())
+                    .is_some()
+            });
         let usable = match &meta {
             Some(m) => m.is_dir() && !wide,
             None => dir.is_dir(), // made just now

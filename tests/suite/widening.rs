@@ -388,3 +388,20 @@ fn a_common_dir_part_planted_as_a_symlink_to_another_repositorys_hooks_is_skippe
         "{report:#}"
     );
 }
+
+#[test]
+fn a_cache_home_that_is_a_symlink_to_home_is_skipped_not_enumerated() {
+    let h = FakeHome::new();
+    let cache = h.home.join(".cache");
+    fs::remove_dir_all(&cache).expect("rm ~/.cache");
+    symlink(&h.home, &cache).expect("ln -s ~ ~/.cache");
+    let report = policy(&h, &[], &[]);
+    // Not ~/Documents, ~/.ssh, … as "cache directories", and not home.
+    let granted = granted_paths(&report);
+    assert!(!granted.iter().any(|g| g.starts_with(&cache)), "{report:#}");
+    assert_eq!(granted_home_or_above(&report, &h.home), []);
+    let s = skipped(&report, &cache).unwrap_or_else(|| panic!("{report:#}"));
+    assert_eq!(s["reason"], "widens", "{s:#}");
+    // The granted side: the project.
+    assert!(granted.contains(&h.project), "{report:#}");
+}
