@@ -1,9 +1,11 @@
-//! The portable VM tier (`tests/vm/run-vm.sh`): Debian's stock kernel booted
-//! under qemu (TCG), once with Landlock and once with it turned off by
-//! `lsm=`, running the shared scenarios inside against the host's own
-//! toolchains and this build's binary. Needs qemu-system-x86, busybox-static,
-//! linux-image-amd64, go and cargo; a missing one fails the test by name.
-//! Each boot takes minutes: see doc/vm-tier.md.
+//! The portable VM tier (`tests/vm/run-vm.sh`): Debian's stock kernels of
+//! every Landlock generation, fetched by package name from Debian's archive
+//! and booted under qemu (TCG), each running the shared scenarios of its case
+//! against the host's own toolchains and this build's binary, then that
+//! generation's own checks (`tests/vm/checks/<case>/`). Needs
+//! qemu-system-x86, busybox-static, apt, dpkg, kmod, xz-utils, go, cargo and
+//! the network to deb.debian.org the first time (kernels are cached); a
+//! missing one fails the test by name. See doc/vm-tier.md.
 
 use std::path::Path;
 use std::process::{Command, Output};
@@ -14,69 +16,193 @@ use super::support::{
     BIN, DISABLED_SCENARIOS, ENABLED_SCENARIOS, assert_scenarios_passed, output, require_tool, show,
 };
 
-fn boot(mode: &str) -> Output {
+/// One case of the matrix: what its guest must report.
+struct Case {
+    /// The argument of run-vm.sh.
+    name: &'static str,
+    /// The start of the guest's `uname -r`.
+    kernel: &'static str,
+    /// `Some(n)`: Landlock enabled, the probe reports ABI `n` (at least
+    /// `n` when `newest`); `None`: Landlock unavailable.
+    abi: Option<u32>,
+    /// For the newest kernel of sid, which rolls: the ABI is a minimum.
+    newest: bool,
+    /// The probe's errno name when Landlock is unavailable.
+    reason: Option<&'static str>,
+    /// The checks of `tests/vm/checks/<name>/` that must report ok: listed
+    /// here so that a check cannot vanish unnoticed.
+    checks: &'static [&'static str],
+}
+
+fn boot(case: &Case) -> Output {
     require_tool("bash", "bash");
     require_tool("qemu-system-x86_64", "qemu-system-x86");
+    if case.abi.is_some() {
+        require_tool("go", "golang-go");
+        require_tool("cargo", "cargo");
+    }
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/vm/run-vm.sh");
+    // The checks run the examples built beside the binary (nextest and
+    // cargo test build them).
+    let examples = Path::new(BIN).with_file_name("examples");
     let out = output(
         Command::new("bash")
             .arg(&script)
-            .arg(mode)
-            .env("SANDBOX", BIN),
+            .arg(case.name)
+            .env("SANDBOX", BIN)
+            .env("VM_EXAMPLES", examples),
     );
     println!("{}", String::from_utf8_lossy(&out.stdout));
     out
 }
 
+/// The value after `vm[<case>]: <key>: ` in run-vm.sh's report.
+fn fact<'a>(stdout: &'a str, case: &str, key: &str) -> &'a str {
+    let prefix = format!("vm[{case}]: {key}: ");
+    stdout
+        .lines()
+        .find_map(|l| l.strip_prefix(prefix.as_str()))
+        .unwrap_or_default()
+}
+
 #[track_caller]
-fn assert_passed(out: &Output, mode: &str, scenarios: &[&str]) {
-    assert_scenarios_passed(out, scenarios);
+fn assert_case(case: &Case) {
+    let out = boot(case);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let scenarios: &[&str] = if case.abi.is_some() {
+        &ENABLED_SCENARIOS
+    } else {
+        &DISABLED_SCENARIOS
+    };
+    assert_scenarios_passed(&out, scenarios);
     assert!(
-        String::from_utf8_lossy(&out.stdout).contains(&format!("vm[{mode}]: PASS")),
+        stdout.contains(&format!("vm[{}]: PASS", case.name)),
         "{}",
-        show(out)
+        show(&out)
     );
+
+    let kernel = fact(&stdout, case.name, "kernel");
+    assert!(
+        kernel.starts_with(case.kernel),
+        "booted kernel {kernel:?}, expected {}*\n{}",
+        case.kernel,
+        show(&out)
+    );
+    let lsm = fact(&stdout, case.name, "lsm");
+    let has_landlock = lsm.split(',').any(|m| m == "landlock");
+    assert!(
+        !lsm.is_empty() && has_landlock == case.abi.is_some(),
+        "the guest's LSM list {lsm:?} does not match the case\n{}",
+        show(&out)
+    );
+    let probe = fact(&stdout, case.name, "probe");
+    match (case.abi, case.reason) {
+        (Some(want), _) => {
+            let abi: u32 = probe
+                .strip_prefix("exit 0, abi ")
+                .and_then(|n| n.parse().ok())
+                .unwrap_or_else(|| panic!("no ABI in the probe line {probe:?}\n{}", show(&out)));
+            let fits = if case.newest {
+                abi >= want
+            } else {
+                abi == want
+            };
+            assert!(
+                fits,
+                "the guest reported ABI {abi}, expected {want}\n{}",
+                show(&out)
+            );
+        }
+        (None, Some(errno)) => assert!(
+            probe.starts_with("exit 3") && probe.contains(errno),
+            "the guest's probe did not refuse with {errno}: {probe:?}\n{}",
+            show(&out)
+        ),
+        (None, None) => unreachable!("a case without Landlock names its reason"),
+    }
+
+    for check in case.checks {
+        let ok = format!("ok {check}: ");
+        assert!(
+            stdout.lines().any(|l| l.starts_with(&ok)),
+            "check {check} did not report ok\n{}",
+            show(&out)
+        );
+    }
+    if !case.checks.is_empty() {
+        let summary = format!("checks: {} passed, 0 failed", case.checks.len());
+        assert!(
+            stdout.lines().any(|l| l == summary),
+            "no `{summary}` line (a check was added to tests/vm/checks/{}/ but not to its case here?)\n{}",
+            case.name,
+            show(&out)
+        );
+    }
 }
 
-// One guest at a time under `cargo test` too (nextest: the `vm` test group):
-// two TCG guests on two cores would each run twice as long.
+// Under plain `cargo test`, one guest at a time (nextest: the `vm` test group).
+
 #[test]
 #[serial(vm)]
-fn landlock_enabled_kernel_passes_every_scenario() {
-    require_tool("go", "golang-go");
-    require_tool("cargo", "cargo");
-    let out = boot("enabled");
-    assert_passed(&out, "enabled", &ENABLED_SCENARIOS);
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let lsm = stdout
-        .lines()
-        .find_map(|l| l.strip_prefix("vm[enabled]: lsm: "))
-        .unwrap_or_default();
-    assert!(
-        lsm.split(',').any(|m| m == "landlock"),
-        "the guest's LSM list lacks landlock: {lsm:?}\n{}",
-        show(&out)
-    );
+fn bullseye_5_10_has_no_landlock_and_is_refused() {
+    assert_case(&Case {
+        name: "bullseye",
+        kernel: "5.10.",
+        abi: None,
+        newest: false,
+        reason: Some("ENOSYS"),
+        checks: &[],
+    });
 }
 
 #[test]
 #[serial(vm)]
-fn landlock_disabled_kernel_is_refused() {
-    let out = boot("disabled");
-    assert_passed(&out, "disabled", &DISABLED_SCENARIOS);
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let lsm = stdout
-        .lines()
-        .find_map(|l| l.strip_prefix("vm[disabled]: lsm: "))
-        .unwrap_or_default();
-    assert!(
-        !lsm.is_empty() && !lsm.split(',').any(|m| m == "landlock"),
-        "the guest's LSM list should be non-empty and without landlock: {lsm:?}\n{}",
-        show(&out)
-    );
-    assert!(
-        stdout.contains("reason: ") && stdout.contains("EOPNOTSUPP"),
-        "probe in the guest did not report Landlock disabled at boot (EOPNOTSUPP)\n{}",
-        show(&out)
-    );
+fn bookworm_6_1_abi_2_passes_every_scenario_and_reports_truncate() {
+    assert_case(&Case {
+        name: "bookworm",
+        kernel: "6.1.",
+        abi: Some(2),
+        newest: false,
+        reason: None,
+        checks: &["truncate"],
+    });
+}
+
+#[test]
+#[serial(vm)]
+fn bookworm_6_1_with_landlock_off_at_boot_is_refused() {
+    assert_case(&Case {
+        name: "bookworm-lsm-off",
+        kernel: "6.1.",
+        abi: None,
+        newest: false,
+        reason: Some("EOPNOTSUPP"),
+        checks: &[],
+    });
+}
+
+#[test]
+#[serial(vm)]
+fn trixie_6_12_abi_6_passes_every_scenario() {
+    assert_case(&Case {
+        name: "trixie",
+        kernel: "6.12.",
+        abi: Some(6),
+        newest: false,
+        reason: None,
+        checks: &["truncate"],
+    });
+}
+
+#[test]
+#[serial(vm)]
+fn sid_newest_kernel_confines_every_thread_with_tsync() {
+    assert_case(&Case {
+        name: "sid",
+        kernel: "7.",
+        abi: Some(10),
+        newest: true,
+        reason: None,
+        checks: &["tsync-threads"],
+    });
 }

@@ -7,6 +7,7 @@
 # scenarios as an ordinary user. Results go to /run/vm-out for the host:
 #   report         key: value facts (kernel, lsm, probe, user)
 #   scenarios.log  the scenarios' own output
+#   checks.log     the output of the case's own checks (tests/vm/checks/<case>/)
 #   status         0 when everything held, non-zero otherwise
 set -u
 out=/run/vm-out
@@ -54,6 +55,7 @@ probe_status=0
 probe=$("$VM_SANDBOX" probe 2>&1) || probe_status=$?
 report "probe-exit: $probe_status"
 while IFS= read -r line; do report "probe: $line"; done <<<"$probe"
+probed_abi=$(sed -n 's/^abi: *\([0-9][0-9]*\).*/\1/p' <<<"$probe" | head -n1)
 
 # An ordinary user, added to the guest's copy of /etc/passwd (the host's files
 # are untouched: every write lands in the tmpfs overlay).
@@ -73,7 +75,7 @@ chmod 0755 "$home"
 # process start costs a fifth of a second under TCG.)
 IFS=: read -r -a tool_dirs <<<"$VM_PATH"
 declare -A ancestors=()
-for p in "$VM_SANDBOX" "$VM_SCENARIOS" "${VM_FIXTURES:-}" "${tool_dirs[@]}"; do
+for p in "$VM_SANDBOX" "$VM_SCENARIOS" "${VM_FIXTURES:-}" "${VM_CHECKS:-}" "${VM_EXAMPLES:-}" "${tool_dirs[@]}"; do
   [ -d "$p" ] && ancestors[$p]=1
   while [ -n "$p" ] && [ "$p" != / ]; do
     p=${p%/*}
@@ -93,11 +95,11 @@ scenario_env=(
   "SCENARIO_ROOT=$home/scenarios"
 )
 [ -n "${VM_FIXTURES:-}" ] && scenario_env+=("SCENARIO_FIXTURES=$VM_FIXTURES")
-if [ -n "${VM_CARGO_SEED:-}" ]; then
-  # The seed sits in the host's private temp dir; hand the user a copy.
-  cp -R "$VM_CARGO_SEED" /var/lib/vm-cargo-seed && chmod -R a+rX /var/lib/vm-cargo-seed
-  scenario_env+=("SCENARIO_CARGO_SEED=/var/lib/vm-cargo-seed")
-fi
+[ -n "${VM_EXPECT_ABI:-}" ] && scenario_env+=("SCENARIO_EXPECT_ABI=$VM_EXPECT_ABI")
+[ -n "${VM_EXPECT_REASON:-}" ] && scenario_env+=("SCENARIO_EXPECT_REASON=$VM_EXPECT_REASON")
+# The seeds (run-vm.sh made them readable): the scenarios copy what they need.
+[ -n "${VM_CARGO_SEED:-}" ] && scenario_env+=("SCENARIO_CARGO_SEED=$VM_CARGO_SEED")
+[ -n "${VM_GO_SEED:-}" ] && scenario_env+=("SCENARIO_GO_CACHE_SEED=$VM_GO_SEED")
 
 as_user=()
 if command -v setpriv >/dev/null; then
@@ -116,4 +118,37 @@ start=$(date +%s)
 status=${PIPESTATUS[0]}
 report "scenarios-exit: $status"
 report "scenarios-seconds: $(($(date +%s) - start))"
-finish "$status"
+[ "$status" = 0 ] || finish "$status"
+
+# This kernel generation's own checks: tests/vm/checks/<case>/*.sh, each run
+# by bash as the test user in a fresh directory of its own, printing
+# `ok <name>: ...` or `FAIL <name>: ...` and exiting 0 only when it held.
+# (doc/vm-tier.md says how to add one.)
+checks=()
+if [ -d "${VM_CHECKS:-}" ]; then
+  for check in "$VM_CHECKS"/*.sh; do [ -f "$check" ] && checks+=("$check"); done
+fi
+[ "${#checks[@]}" -gt 0 ] || finish 0
+start=$(date +%s)
+passed=0 failed=0
+for check in "${checks[@]}"; do
+  name=$(basename "$check" .sh)
+  dir=$home/checks/$name
+  mkdir -p "$dir" && chown "$uid:$uid" "$dir"
+  check_status=0
+  (cd "$dir" && "${as_user[@]}" env -i "${scenario_env[@]}" "CHECK_NAME=$name" "CHECK_DIR=$dir" \
+    "CHECK_ABI=${probed_abi:-0}" "CHECK_EXAMPLES=${VM_EXAMPLES:-}" "CHECK_CASE=$VM_CASE" \
+    bash "$check") >"$out/check.log" 2>&1 || check_status=$?
+  if [ "$check_status" = 0 ] && grep -q "^ok $name: " "$out/check.log"; then
+    passed=$((passed + 1))
+  else
+    failed=$((failed + 1))
+    grep -q "^FAIL $name: " "$out/check.log" ||
+      printf 'FAIL %s: exited %s without an ok line\n' "$name" "$check_status" >>"$out/check.log"
+  fi
+  tee -a "$out/checks.log" <"$out/check.log"
+done
+printf 'checks: %d passed, %d failed\n' "$passed" "$failed" | tee -a "$out/checks.log"
+report "checks-seconds: $(($(date +%s) - start))"
+[ "$failed" = 0 ] || finish 1
+finish 0

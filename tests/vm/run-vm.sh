@@ -1,42 +1,64 @@
 #!/usr/bin/env bash
-# The portable VM tier: boot a stock distribution kernel (Debian's
-# linux-image-amd64) under qemu and run the shared scenarios inside it.
+# The portable VM tier: boot a stock Debian kernel under qemu and run the
+# shared scenarios, and that kernel generation's own checks, inside it.
 #
-# Usage: tests/vm/run-vm.sh enabled|disabled
+# Usage: tests/vm/run-vm.sh CASE
 #
-#   enabled   the kernel's default LSM list (Landlock on)
-#   disabled  lsm= without landlock on the kernel command line (Landlock off)
+# The matrix: each case boots the newest kernel of a Debian suite, fetched by
+# package name from Debian's archive (tests/vm/fetch-kernel.sh, cached):
+#   bullseye          Linux 5.10, built without Landlock: refused, reason ENOSYS
+#   bookworm          Linux 6.1, Landlock ABI 2 (no truncate right)
+#   bookworm-lsm-off  Linux 6.1 booted with lsm= without landlock: refused, EOPNOTSUPP
+#   trixie            Linux 6.12, ABI 6
+#   sid               the newest Linux (7.2 today, ABI 10): TSYNC
+# Any other kernel, e.g. the host's own (VM_KERNEL, default the newest
+# /boot/vmlinuz-* with modules):
+#   enabled           the kernel's default LSM list (Landlock on)
+#   disabled          lsm= without landlock on the kernel command line
 #
 # The guest gets the host's root read-only over virtio-9p with a tmpfs overlay
 # on top, so it runs the host's real go, cargo, rustc and cc, and the host's
 # strument-sandbox binary, while every write stays in guest memory. Results
 # come back through a second 9p share: a temp dir, removed on exit. Nothing
-# else is written on the host.
+# else is written on the host, besides the kernel cache.
 #
 # Environment:
 #   SANDBOX         the strument-sandbox binary (default target/debug/strument-sandbox)
-#   VM_KERNEL       kernel image (default: the newest /boot/vmlinuz-* with modules)
+#   VM_EXAMPLES     the example binaries the checks run (default: examples/ beside SANDBOX)
+#   VM_KERNEL       kernel image for the enabled/disabled cases
+#   VM_MODULES      its modules directory (default /lib/modules/<version>)
+#   VM_CACHE        the kernel cache of fetch-kernel.sh
 #   VM_TIMEOUT      seconds one boot may take before it counts as hung (default 600)
 #   VM_MEMORY       guest memory in MiB (default 2048)
-#   VM_DISABLED_LSM the lsm= list for the disabled boot (default lockdown,yama,apparmor)
+#   VM_DISABLED_LSM the lsm= list for the disabled boots (default lockdown,yama,apparmor)
 #   VM_APPEND       extra kernel command line options
 #   VM_CPU          qemu -cpu model (default: qemu's)
 #   VM_TRACE=1      trace guest.sh (set -x, stamped with the guest's uptime) on the console
 #   VM_KEEP=1       keep the temp dir (console log, results) and print its path
 #
-# Exit status: 0 when the guest booted as asked and every scenario passed.
+# Exit status: 0 when the guest booted as asked and every scenario and check passed.
 set -euo pipefail
 
-mode=${1:-}
-case $mode in
-  enabled | disabled) ;;
+vm_case=${1:-}
+# suite: where the kernel comes from (none: VM_KERNEL); mode: the scenarios'
+# mode; lsm_off: boot with lsm= without landlock; expect_reason: the probe's
+# reason when Landlock is unavailable (probe --json "reason").
+suite='' lsm_off='' expect_reason=''
+case $vm_case in
+  bullseye) suite=bullseye mode=disabled expect_reason=not-built ;;
+  bookworm) suite=bookworm mode=enabled ;;
+  bookworm-lsm-off) suite=bookworm mode=disabled lsm_off=1 expect_reason=disabled ;;
+  trixie) suite=trixie mode=enabled ;;
+  sid) suite=sid mode=enabled ;;
+  enabled) mode=enabled ;;
+  disabled) mode=disabled lsm_off=1 expect_reason=disabled ;;
   *)
-    echo "usage: $0 enabled|disabled" >&2
+    echo "usage: $0 bullseye|bookworm|bookworm-lsm-off|trixie|sid|enabled|disabled" >&2
     exit 2
     ;;
 esac
 
-say() { printf 'vm[%s]: %s\n' "$mode" "$*"; }
+say() { printf 'vm[%s]: %s\n' "$vm_case" "$*"; }
 # Everything goes to stdout, so the report reads in order wherever it is captured.
 die() {
   say "FAIL: $*"
@@ -66,23 +88,53 @@ if ldd "$busybox" >/dev/null 2>&1; then
   die "$busybox is dynamically linked: install the static build (Debian: apt-get install busybox-static)"
 fi
 
-kernel=${VM_KERNEL:-}
-if [ -z "$kernel" ]; then
-  for candidate in $(printf '%s\n' /boot/vmlinuz-* | sort -rV); do
-    [ -d "/lib/modules/${candidate#/boot/vmlinuz-}" ] && kernel=$candidate && break
-  done
+if [ -n "$suite" ]; then
+  # The case's kernel, by package name from Debian's archive (cached).
+  fetched=$(bash "$here/fetch-kernel.sh" "$suite") || die "no $suite kernel (see fetch-kernel's message above)"
+  eval "$fetched"
+  kernel=$KERNEL moddir=$MODULES version=$VERSION
+  say "kernel package: $PACKAGE $PACKAGE_VERSION ($suite)"
+else
+  kernel=${VM_KERNEL:-}
+  if [ -z "$kernel" ]; then
+    for candidate in $(printf '%s\n' /boot/vmlinuz-* | sort -rV); do
+      [ -d "/lib/modules/${candidate#/boot/vmlinuz-}" ] && kernel=$candidate && break
+    done
+  fi
+  [ -n "$kernel" ] ||
+    die "no kernel image with modules in /boot: install one (Debian: apt-get install linux-image-amd64), or run a case of the matrix (bookworm, ...)"
+  version=${VM_KERNEL_VERSION:-${kernel##*/vmlinuz-}}
+  moddir=${VM_MODULES:-/lib/modules/$version}
 fi
-[ -n "$kernel" ] ||
-  die "no kernel image with modules in /boot: install one (Debian: apt-get install linux-image-amd64)"
 [ -r "$kernel" ] || die "$kernel is not readable by $(id -un)"
-version=${VM_KERNEL_VERSION:-${kernel##*/vmlinuz-}}
-moddir=/lib/modules/$version
 [ -f "$moddir/modules.dep" ] ||
   die "$moddir/modules.dep not found for $kernel: reinstall its package (Debian: apt-get install --reinstall linux-image-amd64)"
+
+# The ABI the guest must report, from the kernel's version (Landlock's ABI
+# history); a kernel newer than this table must report at least the last.
+expect_abi=
+if [ "$mode" = enabled ]; then
+  IFS=. read -r major minor _ <<<"$version"
+  v=$((major * 1000 + ${minor%%[!0-9]*}))
+  if ((v < 5013)); then die "Linux $version predates Landlock (5.13): run it as a disabled case"
+  elif ((v < 5019)); then expect_abi=1
+  elif ((v < 6002)); then expect_abi=2
+  elif ((v < 6007)); then expect_abi=3
+  elif ((v < 6010)); then expect_abi=4
+  elif ((v < 6012)); then expect_abi=5
+  elif ((v < 6015)); then expect_abi=6
+  elif ((v < 7000)); then expect_abi=7
+  elif ((v < 7001)); then expect_abi=8
+  elif ((v < 7002)); then expect_abi=9
+  elif ((v == 7002)); then expect_abi=10
+  else expect_abi=10+
+  fi
+fi
 
 sandbox=${SANDBOX:-$repo/target/debug/strument-sandbox}
 [ -x "$sandbox" ] || die "SANDBOX=$sandbox is not an executable: build it (cargo build --features cli)"
 sandbox=$(cd "$(dirname "$sandbox")" && pwd -P)/$(basename "$sandbox")
+examples=${VM_EXAMPLES:-$(dirname "$sandbox")/examples}
 scenarios=$repo/tests/scenarios/scenarios.sh
 fixtures=$repo/tests/fixtures
 
@@ -124,6 +176,20 @@ if [ "$mode" = enabled ]; then
   CARGO_HOME=$out/cargo-seed "$cargo_bin" fetch --locked --quiet \
     --manifest-path "$fixtures/cargo-hello/Cargo.toml" ||
     die "cargo fetch of the fixture's dependencies failed (network?)"
+  # A fresh go test runs ~50 tool processes to build the standard library the
+  # fixture imports, each costing seconds under TCG: build them here, with
+  # the scenarios' environment and the same go, into a GOCACHE the guest's
+  # go test starts from. It still compiles, vets and links the fixture's own
+  # package (at another path) into the cache under the test user's home.
+  mkdir -p "$tmp/go-seed-src"
+  cp -R "$fixtures/go-hello" "$tmp/go-seed-src/"
+  chmod -R u+w "$tmp/go-seed-src"
+  (cd "$tmp/go-seed-src/go-hello" && env -i "PATH=$guest_path" "HOME=$tmp" LC_ALL=C \
+    GOCACHE="$out/go-seed" GOTOOLCHAIN=local GOPROXY=off GOFLAGS=-mod=mod GOSUMDB=off \
+    "$go_bin" test -count=1 ./... >"$tmp/go-seed.log" 2>&1) ||
+    die "go test of the fixture on the host (the guest's go cache seed) failed: $(tail -n3 "$tmp/go-seed.log")"
+  # The guest's test user reads the seeds straight from the result share.
+  chmod 0755 "$out" && chmod -R a+rX "$out/cargo-seed" "$out/go-seed"
 fi
 
 # --- the initramfs: static busybox, the 9p/virtio/overlay modules, /init ------
@@ -139,6 +205,9 @@ load() {
   line=$(grep -E "(^|/)${name}\.ko(\.(xz|zst|gz))?:" "$moddir/modules.dep" | head -n1) || line=
   if [ -z "$line" ]; then
     grep -qE "(^|/)${name}\.ko$" "$moddir/modules.builtin" 2>/dev/null && return 0
+    # Newer packages ship no modules.builtin: a module without a file is built in
+    # (if not, the guest fails to mount the host root and says so).
+    [ -f "$moddir/modules.builtin" ] || return 0
     die "kernel module $name not found in $moddir (needed for 9p/overlay)"
   fi
   path=${line%%:*}
@@ -171,16 +240,22 @@ chmod 0755 "$tmp/initramfs/init" "$tmp/initramfs/bin/busybox"
 cp "$here/guest.sh" "$out/guest.sh"
 {
   printf 'VM_MODE=%q\n' "$mode"
+  printf 'VM_CASE=%q\n' "$vm_case"
+  printf 'VM_LSM_OFF=%q\n' "$lsm_off"
+  printf 'VM_EXPECT_ABI=%q\n' "$expect_abi"
+  printf 'VM_EXPECT_REASON=%q\n' "$expect_reason"
+  printf 'VM_CHECKS=%q\n' "$here/checks/$vm_case"
+  printf 'VM_EXAMPLES=%q\n' "$examples"
   printf 'VM_SANDBOX=%q\n' "$sandbox"
   printf 'VM_SCENARIOS=%q\n' "$scenarios"
   printf 'VM_FIXTURES=%q\n' "$fixtures"
   printf 'VM_PATH=%q\n' "$guest_path"
-  [ "$mode" = enabled ] && printf 'VM_CARGO_SEED=%q\n' /run/vm-out/cargo-seed
+  [ "$mode" = enabled ] && printf 'VM_CARGO_SEED=%q\nVM_GO_SEED=%q\n' /run/vm-out/cargo-seed /run/vm-out/go-seed
   [ "${VM_TRACE:-}" = 1 ] && printf 'VM_TRACE=1\n'
 } >"$out/vm.env"
 
 append="console=ttyS0 panic=-1 loglevel=4${VM_APPEND:+ $VM_APPEND}"
-if [ "$mode" = disabled ]; then
+if [ -n "$lsm_off" ]; then
   lsm=${VM_DISABLED_LSM:-lockdown,yama,apparmor}
   case ",$lsm," in *,landlock,*) die "VM_DISABLED_LSM=$lsm contains landlock" ;; esac
   append="$append lsm=$lsm"
@@ -243,11 +318,13 @@ say "lsm: $lsm_seen"
 probe_exit=$(sed -n 's/^probe-exit: //p' "$out/report")
 [ -n "$probe_exit" ] && say "probe: exit $probe_exit${abi:+, abi $abi}${reason:+, reason: $reason}"
 [ -n "$user_seen" ] && say "scenarios ran as: $user_seen"
-grep '^opened: ' "$out/report" | sed "s/^/vm[$mode]: /" || true
-grep '^FAIL ' "$out/report" | sed "s/^/vm[$mode]: /" || true
+grep '^opened: ' "$out/report" | sed "s/^/vm[$vm_case]: /" || true
+grep '^FAIL ' "$out/report" | sed "s/^/vm[$vm_case]: /" || true
 [ -f "$out/scenarios.log" ] && cat "$out/scenarios.log"
+[ -f "$out/checks.log" ] && cat "$out/checks.log"
 scenario_s=$(sed -n 's/^scenarios-seconds: //p' "$out/report")
-say "wall time: $wall s (boot to power-off${scenario_s:+; scenarios $scenario_s s})"
+checks_s=$(sed -n 's/^checks-seconds: //p' "$out/report")
+say "wall time: $wall s (boot to power-off${scenario_s:+; scenarios $scenario_s s}${checks_s:+; checks $checks_s s})"
 
 status=$(cat "$out/status")
 if [ "$status" != 0 ]; then

@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# The truncate right came with ABI 3 (Linux 6.2). Before it, truncate(2) of a
+# file outside the roots cannot be denied: the limitation must be reported
+# (probe, policy) and it is real (the file is emptied), while opening the same
+# file for writing stays refused. From ABI 3 on, the same truncate is refused
+# and no limitation is reported. Each side pairs with a truncate inside the
+# project, which must work.
+set -u
+name=$CHECK_NAME
+fail() {
+  printf 'FAIL %s: %s\n' "$name" "$1"
+  [ -n "${2:-}" ] && printf '%s\n' "$2" | sed 's/^/    | /'
+  exit 1
+}
+
+project=$CHECK_DIR/project
+outside=$CHECK_DIR/outside.txt
+mkdir -p "$project"
+printf 'outside the roots\n' >"$outside"
+printf 'inside the project\n' >"$project/inside.txt"
+run() { "$SANDBOX" run --project "$project" -- "$@" 2>&1; }
+
+probe=$("$SANDBOX" probe --json 2>&1)
+policy=$("$SANDBOX" policy --project "$project" 2>&1)
+write_status=0
+write_out=$(run sh -c 'echo pwned >"$1"' sh "$outside") || write_status=$?
+[ "$write_status" != 0 ] && [ "$(cat "$outside")" = "outside the roots" ] ||
+  fail "writing to a file outside the roots was not refused" "$write_out"
+inside_status=0
+inside_out=$(run truncate -s 0 "$project/inside.txt") || inside_status=$?
+[ "$inside_status" = 0 ] && [ ! -s "$project/inside.txt" ] ||
+  fail "truncating a file inside the project failed" "$inside_out"
+status=0
+out=$(run truncate -s 0 "$outside") || status=$?
+
+if [ "$CHECK_ABI" -lt 3 ]; then
+  grep -q '"truncate-unrestricted"' <<<"$probe" ||
+    fail "probe --json on ABI $CHECK_ABI does not list the truncate-unrestricted limitation" "$probe"
+  grep -q 'limitation: .*truncate' <<<"$policy" ||
+    fail "policy on ABI $CHECK_ABI does not report the truncate limitation" "$policy"
+  [ "$status" = 0 ] && [ ! -s "$outside" ] ||
+    fail "truncate of a file outside the roots on ABI $CHECK_ABI: exit $status, expected it to succeed (the reported limitation)" "$out"
+  printf 'ok %s: ABI %s: the truncate limitation is reported (probe, policy) and real: truncate outside the roots succeeded while writing there was refused; truncate inside worked\n' "$name" "$CHECK_ABI"
+else
+  ! grep -q '"truncate-unrestricted"' <<<"$probe" ||
+    fail "probe --json on ABI $CHECK_ABI lists the truncate limitation" "$probe"
+  [ "$status" != 0 ] && [ "$(cat "$outside")" = "outside the roots" ] ||
+    fail "truncate of a file outside the roots on ABI $CHECK_ABI was not refused" "$out"
+  printf 'ok %s: ABI %s: truncate outside the roots refused, file intact, no limitation reported; truncate inside worked\n' "$name" "$CHECK_ABI"
+fi

@@ -1,0 +1,1 @@
+../bookworm/truncate.sh
