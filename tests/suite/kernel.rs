@@ -10,7 +10,7 @@ use strument_sandbox::{ApplyError, Policy, SkipReason, probe};
 
 use super::support::{FakeHome, assert_success, in_child, output, require_tool, show};
 
-fn copy_fixture(name: &str, to: &Path) {
+pub(super) fn copy_fixture(name: &str, to: &Path) {
     let from = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("tests/fixtures")
         .join(name);

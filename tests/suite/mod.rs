@@ -1,9 +1,13 @@
 //! Test groups, named for what they need (see `.config/nextest.toml`):
 //! `kernel` needs a kernel with Landlock; `network` also needs crates.io;
-//! `scenarios` runs tests/scenarios/scenarios.sh on this kernel (Landlock,
-//! go, crates.io); `tripwire` runs commands confined (Landlock); `vm` boots
-//! Debian's kernel under qemu; `simulated`, `cli` and `writable` run anywhere.
+//! `capped` runs this kernel capped at an older ABI (Landlock at ABI 3 or
+//! later, a debug build, crates.io once); `scenarios` runs
+//! tests/scenarios/scenarios.sh on this kernel (Landlock, go, crates.io);
+//! `tripwire` runs commands confined (Landlock); `vm` boots Debian's kernels
+//! of every Landlock generation under qemu; `simulated`, `cli` and `writable`
+//! run anywhere.
 
+mod capped;
 mod cli;
 mod denials;
 mod deputies;

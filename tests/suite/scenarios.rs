@@ -37,3 +37,42 @@ fn host_kernel_passes_every_scenario() {
         show(&out)
     );
 }
+
+/// The same script with this kernel capped at ABI 1 (a debug build's
+/// `STRUMENT_SANDBOX_TEST_ABI_CAP`): the probe scenario asserts ABI 1, and
+/// the cargo scenario expects rustc's cross-directory rename to fail, as on
+/// a real ABI 1 kernel (the NixOS tier's `landlock-abi1`).
+#[test]
+fn host_kernel_capped_at_abi_1_expects_the_cargo_build_to_fail() {
+    require_tool("bash", "bash");
+    require_tool("go", "golang-go");
+    require_tool("cargo", "cargo");
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/scenarios/scenarios.sh");
+    let root = scratch_base().join("scenarios-abi-1");
+    let out = output(
+        Command::new("bash")
+            .arg(&script)
+            .arg("enabled")
+            .env("SANDBOX", BIN)
+            .env("SCENARIO_ROOT", &root)
+            .env("STRUMENT_SANDBOX_TEST_ABI_CAP", "1")
+            .env("SCENARIO_EXPECT_ABI", "1")
+            .env_remove("SCENARIO_CARGO_SEED")
+            .env_remove("SCENARIO_CARGO_VENDOR"),
+    );
+    println!("{}", String::from_utf8_lossy(&out.stdout));
+    assert_scenarios_passed(&out, &ENABLED_SCENARIOS);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    for (scenario, says) in [
+        ("probe-supported", "landlock abi 1 (expected 1)"),
+        ("cargo-build", "Invalid cross-device link"),
+    ] {
+        assert!(
+            stdout
+                .lines()
+                .any(|l| l.starts_with(&format!("ok {scenario}: ")) && l.contains(says)),
+            "scenario {scenario} does not say {says:?}\n{}",
+            show(&out)
+        );
+    }
+}
