@@ -91,7 +91,8 @@ fi
 if [ -n "$suite" ]; then
   # The case's kernel, by package name from Debian's archive (cached).
   fetched=$(bash "$here/fetch-kernel.sh" "$suite") || die "no $suite kernel (see fetch-kernel's message above)"
-  eval "$fetched"
+  eval "$fetched" # KERNEL= MODULES= VERSION= PACKAGE= PACKAGE_VERSION=, quoted with %q
+  # shellcheck disable=SC2153 # assigned by the eval above
   kernel=$KERNEL moddir=$MODULES version=$VERSION
   say "kernel package: $PACKAGE $PACKAGE_VERSION ($suite)"
 else

@@ -21,6 +21,7 @@ printf 'inside the project\n' >"$project/inside.txt"
 run() { "$SANDBOX" run --project "$project" -- "$@" 2>&1; }
 # truncate(2) by path: truncate(1) opens the file for writing first, which
 # the write right refuses on every ABI.
+# shellcheck disable=SC2016 # $ARGV and $! are perl's
 truncate_path=(perl -e 'truncate($ARGV[0], 0) or die "$!\n"')
 
 probe=$("$SANDBOX" probe --json 2>&1)
