@@ -32,6 +32,10 @@ struct Case {
     /// The checks of `tests/vm/checks/<name>/` that must report ok: listed
     /// here so that a check cannot vanish unnoticed.
     checks: &'static [&'static str],
+    /// Results inside a check that runs several (printed indented, e.g. by
+    /// `sid/deputies.sh`) that must report ok: the ones proving the case's
+    /// point, which another ABI would turn into different lines.
+    check_results: &'static [&'static str],
 }
 
 fn boot(case: &Case) -> Output {
@@ -129,6 +133,14 @@ fn assert_case(case: &Case) {
             show(&out)
         );
     }
+    for result in case.check_results {
+        let ok = format!("ok {result}: ");
+        assert!(
+            stdout.lines().any(|l| l.trim_start().starts_with(&ok)),
+            "no `{ok}` line among the checks' results\n{}",
+            show(&out)
+        );
+    }
     if !case.checks.is_empty() {
         let summary = format!("checks: {} passed, 0 failed", case.checks.len());
         assert!(
@@ -152,6 +164,7 @@ fn bullseye_5_10_has_no_landlock_and_is_refused() {
         newest: false,
         reason: Some("ENOSYS"),
         checks: &[],
+        check_results: &[],
     });
 }
 
@@ -165,6 +178,7 @@ fn bookworm_6_1_abi_2_passes_every_scenario_and_reports_truncate() {
         newest: false,
         reason: None,
         checks: &["truncate"],
+        check_results: &[],
     });
 }
 
@@ -178,6 +192,7 @@ fn bookworm_6_1_with_landlock_off_at_boot_is_refused() {
         newest: false,
         reason: Some("EOPNOTSUPP"),
         checks: &[],
+        check_results: &[],
     });
 }
 
@@ -191,18 +206,20 @@ fn trixie_6_12_abi_6_passes_every_scenario() {
         newest: false,
         reason: None,
         checks: &["truncate"],
+        check_results: &[],
     });
 }
 
 #[test]
 #[serial(vm)]
-fn sid_newest_kernel_confines_every_thread_with_tsync() {
+fn sid_newest_kernel_confines_every_thread_and_closes_socket_routes() {
     assert_case(&Case {
         name: "sid",
         kernel: "7.",
         abi: Some(10),
         newest: true,
         reason: None,
-        checks: &["tsync-threads"],
+        checks: &["deputies", "tsync-threads"],
+        check_results: &["tmux-run-shell-refused", "tmux-send-keys-refused"],
     });
 }

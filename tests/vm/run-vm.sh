@@ -275,8 +275,11 @@ interrupted() {
 }
 trap interrupted INT TERM
 # KVM guests hang at boot on the project's machines: TCG is slower but sure.
+# One host thread per guest (thread=single): with a thread per vCPU, a 7.x
+# kernel's live patching of its own code (text_poke, int3) races TCG's
+# translation cache and the guest can oops at boot ("Oops: int3").
 timeout --kill-after=10 "$timeout_s" qemu-system-x86_64 \
-  -accel tcg -m "$memory" -smp 2 ${VM_CPU:+-cpu "$VM_CPU"} \
+  -accel tcg,thread=single -m "$memory" -smp 2 ${VM_CPU:+-cpu "$VM_CPU"} \
   -display none -monitor none -serial "file:$tmp/console.log" \
   -no-reboot -nic none \
   -kernel "$kernel" -initrd "$tmp/initramfs.cpio" -append "$append" \
