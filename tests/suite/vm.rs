@@ -13,7 +13,8 @@ use std::process::{Command, Output};
 use serial_test::serial;
 
 use super::support::{
-    BIN, DISABLED_SCENARIOS, ENABLED_SCENARIOS, assert_scenarios_passed, output, require_tool, show,
+    BIN, DISABLED_SCENARIOS, ENABLED_SCENARIOS, assert_scenarios_passed, output, require_tool,
+    scratch_base, show,
 };
 
 /// One case of the matrix: what its guest must report.
@@ -150,6 +151,44 @@ fn assert_case(case: &Case) {
             show(&out)
         );
     }
+}
+
+/// A suite the archive does not serve fails the fetch, naming the suite,
+/// rather than booting some other kernel.
+#[test]
+fn a_kernel_the_archive_does_not_serve_fails_naming_the_suite() {
+    require_tool("apt-get", "apt");
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/vm/fetch-kernel.sh");
+    let cache = tempfile::Builder::new()
+        .prefix("vm-cache-")
+        .tempdir_in(scratch_base())
+        .expect("a scratch kernel cache");
+    let out = output(
+        Command::new("bash")
+            .arg(&script)
+            .arg("no-such-suite")
+            .env("VM_CACHE", cache.path()),
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success() && out.stdout.is_empty(),
+        "{}",
+        show(&out)
+    );
+    assert!(
+        stderr.contains("fetch-kernel[no-such-suite]: apt-get update of ")
+            && stderr.contains("no-such-suite failed"),
+        "{}",
+        show(&out)
+    );
+    // The granted half: the same script serves a real suite (what every
+    // boot below does, from the shared cache).
+    let out = output(Command::new("bash").arg(&script).arg("bookworm"));
+    assert!(
+        out.status.success() && String::from_utf8_lossy(&out.stdout).contains("KERNEL="),
+        "{}",
+        show(&out)
+    );
 }
 
 // Under plain `cargo test`, one guest at a time (nextest: the `vm` test group).
