@@ -4,30 +4,37 @@
 //! crates.io (the cargo scenario downloads its dependency).
 
 use std::path::Path;
-use std::process::Command;
+use std::process::{Command, Output};
 
 use super::support::{
     BIN, ENABLED_SCENARIOS, assert_scenarios_passed, output, require_tool, scratch_base, show,
 };
 
-#[test]
-fn host_kernel_passes_every_scenario() {
+/// Runs the script in `enabled` mode with a fresh scenario root named
+/// `root` and `envs` on top, and prints its output.
+fn run_enabled(root: &str, envs: &[(&str, &str)]) -> Output {
     require_tool("bash", "bash");
     require_tool("go", "golang-go");
     require_tool("cargo", "cargo");
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/scenarios/scenarios.sh");
     // Not under a temp dir: those are granted roots (the script checks too).
-    let root = scratch_base().join("scenarios");
     let out = output(
         Command::new("bash")
             .arg(&script)
             .arg("enabled")
             .env("SANDBOX", BIN)
-            .env("SCENARIO_ROOT", &root)
+            .env("SCENARIO_ROOT", scratch_base().join(root))
             .env_remove("SCENARIO_CARGO_SEED")
-            .env_remove("SCENARIO_CARGO_VENDOR"),
+            .env_remove("SCENARIO_CARGO_VENDOR")
+            .envs(envs.iter().copied()),
     );
     println!("{}", String::from_utf8_lossy(&out.stdout));
+    out
+}
+
+#[test]
+fn host_kernel_passes_every_scenario() {
+    let out = run_enabled("scenarios", &[]);
     assert_scenarios_passed(&out, &ENABLED_SCENARIOS);
     // On the host nothing wraps the script: its summary closes the output.
     assert_eq!(
@@ -44,23 +51,13 @@ fn host_kernel_passes_every_scenario() {
 /// a real ABI 1 kernel (the NixOS tier's `landlock-abi1`).
 #[test]
 fn host_kernel_capped_at_abi_1_expects_the_cargo_build_to_fail() {
-    require_tool("bash", "bash");
-    require_tool("go", "golang-go");
-    require_tool("cargo", "cargo");
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/scenarios/scenarios.sh");
-    let root = scratch_base().join("scenarios-abi-1");
-    let out = output(
-        Command::new("bash")
-            .arg(&script)
-            .arg("enabled")
-            .env("SANDBOX", BIN)
-            .env("SCENARIO_ROOT", &root)
-            .env("STRUMENT_SANDBOX_TEST_ABI_CAP", "1")
-            .env("SCENARIO_EXPECT_ABI", "1")
-            .env_remove("SCENARIO_CARGO_SEED")
-            .env_remove("SCENARIO_CARGO_VENDOR"),
+    let out = run_enabled(
+        "scenarios-abi-1",
+        &[
+            ("STRUMENT_SANDBOX_TEST_ABI_CAP", "1"),
+            ("SCENARIO_EXPECT_ABI", "1"),
+        ],
     );
-    println!("{}", String::from_utf8_lossy(&out.stdout));
     assert_scenarios_passed(&out, &ENABLED_SCENARIOS);
     let stdout = String::from_utf8_lossy(&out.stdout);
     for (scenario, says) in [

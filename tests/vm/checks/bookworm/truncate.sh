@@ -5,13 +5,8 @@
 # file for writing stays refused. From ABI 3 on, the same truncate is refused
 # and no limitation is reported. Each side pairs with a truncate inside the
 # project, which must work.
-set -u
-name=$CHECK_NAME
-fail() {
-  printf 'FAIL %s: %s\n' "$name" "$1"
-  [ -n "${2:-}" ] && printf '%s\n' "$2" | sed 's/^/    | /'
-  exit 1
-}
+# shellcheck source=tests/vm/checks/lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
 
 project=$CHECK_DIR/project
 outside=$CHECK_DIR/outside.txt

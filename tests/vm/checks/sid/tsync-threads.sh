@@ -5,13 +5,8 @@
 # root/ only, then each thread and the main one write a file in root/ and one
 # in outside/. Every write inside must land and every write outside must be
 # refused: a thread left unconfined would leave its file in outside/.
-set -u
-name=$CHECK_NAME
-fail() {
-  printf 'FAIL %s: %s\n' "$name" "$1"
-  [ -n "${2:-}" ] && printf '%s\n' "$2" | sed 's/^/    | /'
-  exit 1
-}
+# shellcheck source=tests/vm/checks/lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
 
 bin=$CHECK_EXAMPLES/confine_threads
 [ -x "$bin" ] || fail "$bin is missing: build it (cargo build --examples)"
