@@ -39,6 +39,39 @@ struct Case {
     check_results: &'static [&'static str],
 }
 
+impl Case {
+    /// A kernel with Landlock at exactly `abi`, and its checks.
+    fn with_abi(
+        name: &'static str,
+        kernel: &'static str,
+        abi: u32,
+        checks: &'static [&'static str],
+    ) -> Case {
+        Case {
+            name,
+            kernel,
+            abi: Some(abi),
+            newest: false,
+            reason: None,
+            checks,
+            check_results: &[],
+        }
+    }
+
+    /// A kernel whose probe refuses with `errno`.
+    fn without_landlock(name: &'static str, kernel: &'static str, errno: &'static str) -> Case {
+        Case {
+            name,
+            kernel,
+            abi: None,
+            newest: false,
+            reason: Some(errno),
+            checks: &[],
+            check_results: &[],
+        }
+    }
+}
+
 fn boot(case: &Case) -> Output {
     require_tool("bash", "bash");
     require_tool("qemu-system-x86_64", "qemu-system-x86");
@@ -196,69 +229,37 @@ fn a_kernel_the_archive_does_not_serve_fails_naming_the_suite() {
 #[test]
 #[serial(vm)]
 fn bullseye_5_10_has_no_landlock_and_is_refused() {
-    assert_case(&Case {
-        name: "bullseye",
-        kernel: "5.10.",
-        abi: None,
-        newest: false,
-        reason: Some("ENOSYS"),
-        checks: &[],
-        check_results: &[],
-    });
+    assert_case(&Case::without_landlock("bullseye", "5.10.", "ENOSYS"));
 }
 
 #[test]
 #[serial(vm)]
 fn bookworm_6_1_abi_2_passes_every_scenario_and_reports_truncate() {
-    assert_case(&Case {
-        name: "bookworm",
-        kernel: "6.1.",
-        abi: Some(2),
-        newest: false,
-        reason: None,
-        checks: &["truncate"],
-        check_results: &[],
-    });
+    assert_case(&Case::with_abi("bookworm", "6.1.", 2, &["truncate"]));
 }
 
 #[test]
 #[serial(vm)]
 fn bookworm_6_1_with_landlock_off_at_boot_is_refused() {
-    assert_case(&Case {
-        name: "bookworm-lsm-off",
-        kernel: "6.1.",
-        abi: None,
-        newest: false,
-        reason: Some("EOPNOTSUPP"),
-        checks: &[],
-        check_results: &[],
-    });
+    assert_case(&Case::without_landlock(
+        "bookworm-lsm-off",
+        "6.1.",
+        "EOPNOTSUPP",
+    ));
 }
 
 #[test]
 #[serial(vm)]
 fn trixie_6_12_abi_6_passes_every_scenario() {
-    assert_case(&Case {
-        name: "trixie",
-        kernel: "6.12.",
-        abi: Some(6),
-        newest: false,
-        reason: None,
-        checks: &["truncate"],
-        check_results: &[],
-    });
+    assert_case(&Case::with_abi("trixie", "6.12.", 6, &["truncate"]));
 }
 
 #[test]
 #[serial(vm)]
 fn sid_newest_kernel_confines_every_thread_and_closes_socket_routes() {
     assert_case(&Case {
-        name: "sid",
-        kernel: "7.",
-        abi: Some(10),
         newest: true,
-        reason: None,
-        checks: &["deputies", "tsync-threads"],
         check_results: &["tmux-run-shell-refused", "tmux-send-keys-refused"],
+        ..Case::with_abi("sid", "7.", 10, &["deputies", "tsync-threads"])
     });
 }
