@@ -28,6 +28,7 @@
 #   VM_KERNEL       kernel image for the enabled/disabled cases
 #   VM_MODULES      its modules directory (default /lib/modules/<version>)
 #   VM_CACHE        the kernel cache of fetch-kernel.sh
+#   VM_EXPECT_ABI   the ABI the probe must report (default: from the kernel's version)
 #   VM_TIMEOUT      seconds one boot may take before it counts as hung (default 600)
 #   VM_MEMORY       guest memory in MiB (default 2048)
 #   VM_DISABLED_LSM the lsm= list for the disabled boots (default lockdown,yama,apparmor)
@@ -90,7 +91,8 @@ fi
 
 if [ -n "$suite" ]; then
   # The case's kernel, by package name from Debian's archive (cached).
-  fetched=$(bash "$here/fetch-kernel.sh" "$suite") || die "no $suite kernel (see fetch-kernel's message above)"
+  # (Its messages go to stdout with the rest of the report.)
+  { fetched=$(bash "$here/fetch-kernel.sh" "$suite" 2>&3) || die "no $suite kernel (see fetch-kernel's message above)"; } 3>&1
   eval "$fetched" # KERNEL= MODULES= VERSION= PACKAGE= PACKAGE_VERSION=, quoted with %q
   # shellcheck disable=SC2153 # assigned by the eval above
   kernel=$KERNEL moddir=$MODULES version=$VERSION
@@ -113,8 +115,10 @@ fi
 
 # The ABI the guest must report, from the kernel's version (Landlock's ABI
 # history); a kernel newer than this table must report at least the last.
-expect_abi=
-if [ "$mode" = enabled ]; then
+# VM_EXPECT_ABI overrides it (N, or N+ for at least N), for a kernel with
+# backported Landlock features.
+expect_abi=${VM_EXPECT_ABI:-}
+if [ "$mode" = enabled ] && [ -z "$expect_abi" ]; then
   IFS=. read -r major minor _ <<<"$version"
   v=$((major * 1000 + ${minor%%[!0-9]*}))
   if ((v < 5013)); then die "Linux $version predates Landlock (5.13): run it as a disabled case"
