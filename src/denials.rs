@@ -1,7 +1,6 @@
 //! After the fact: the accesses the kernel refused a command, read from
 //! the audit records Landlock emits from ABI 7 on.
 
-use std::io;
 use std::os::fd::OwnedFd;
 use std::os::unix::ffi::OsStringExt;
 use std::path::PathBuf;
@@ -9,10 +8,14 @@ use std::process::{Command, ExitStatus};
 use std::time::{Duration, Instant};
 
 use crate::abi::Feature;
+use crate::error::DenialLogError;
 use crate::explain::Verdict;
-use crate::policy::{Prepared, Report};
+use crate::probe::Availability;
+use crate::report::Report;
 use crate::supervise::SignalForwarder;
 use crate::sys;
+use crate::terminal::TerminalFilter;
+use std::sync::Arc;
 
 /// `AUDIT_GET`: asks for the audit status.
 const AUDIT_GET: u16 = 1000;
@@ -187,191 +190,63 @@ pub struct Audited {
     pub lost: bool,
 }
 
-/// Why refused accesses cannot be read here. Nothing ran.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum DenialLogError {
-    /// The kernel's Landlock predates audit records (ABI 7, Linux 6.15).
-    #[error(
-        "Landlock ABI {abi} emits no audit records (they came with ABI {}, Linux {})",
-        Feature::AuditLog.since_abi(),
-        Feature::AuditLog.since_linux()
-    )]
-    Abi {
-        /// The kernel's ABI.
-        abi: u32,
-    },
-    /// The audit records cannot be received: `EPERM` without
-    /// `CAP_AUDIT_READ` (root), `ECONNREFUSED` outside the initial user or
-    /// network namespace, `EPROTONOSUPPORT` without `CONFIG_AUDIT`.
-    #[error("cannot receive the kernel's audit records: {0}")]
-    Unreadable(#[source] io::Error),
-    /// Auditing is off (`audit=0`, or never turned on): Landlock emits
-    /// no record at all.
-    #[error("kernel auditing is off, so Landlock records no refusal")]
-    AuditOff,
-    /// The command could not be started.
-    #[error("{0}")]
-    Spawn(#[source] io::Error),
-    /// Waiting for the command failed.
-    #[error("waiting for the command: {0}")]
-    Wait(#[source] io::Error),
-}
-
-impl DenialLogError {
-    /// What to do instead, for a person.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use strument_sandbox::DenialLogError;
-    /// assert!(DenialLogError::AuditOff.hint().contains("audit=1"));
-    /// ```
-    #[must_use]
-    pub fn hint(&self) -> &'static str {
-        match self {
-            DenialLogError::Abi { .. } => {
-                "ask in advance instead: `strument-sandbox explain PATH`; or trace the failing \
-                 calls: `strace -f -Z -e trace=%file`"
-            }
-            DenialLogError::Unreadable(_) => {
-                "audit records reach only root (CAP_AUDIT_READ) in the initial namespaces; \
-                 ask in advance instead: `strument-sandbox explain PATH`, or trace the \
-                 failing calls: `strace -f -Z -e trace=%file`"
-            }
-            DenialLogError::AuditOff => {
-                "turn auditing on (`auditctl -e 1`, or boot with audit=1), or ask in advance: \
-                 `strument-sandbox explain PATH`, or trace: `strace -f -Z -e trace=%file`"
-            }
-            DenialLogError::Spawn(_) | DenialLogError::Wait(_) => {
-                "check the command's name and permissions"
-            }
-        }
+/// [`Prepared::status_with_denials`]: runs `cmd` under `ruleset` and
+/// `filter`, with `forwarder` when given, reading the refusals it meets.
+pub(crate) fn status_with_denials(
+    availability: &Availability,
+    ruleset: &Arc<OwnedFd>,
+    filter: &TerminalFilter,
+    cmd: &mut Command,
+    forwarder: Option<&SignalForwarder>,
+) -> Result<Audited, DenialLogError> {
+    if !availability.has(Feature::AuditLog) {
+        return Err(DenialLogError::Abi {
+            abi: availability.abi,
+        });
     }
-}
-
-impl Prepared {
-    /// Runs `cmd` confined, as [`Prepared::confine`] does, with the kernel
-    /// asked to log every access the command and its descendants are
-    /// refused (`LANDLOCK_RESTRICT_SELF_LOG_NEW_EXEC_ON`: by default
-    /// Landlock stops logging at `execve`), and returns its exit status
-    /// with those refusals.
-    ///
-    /// The records are read from the audit subsystem's read-only
-    /// multicast group while the command runs; they are tied to the
-    /// command by the sandbox's domain record, which names the pid that
-    /// created it. An audit daemon, if any, still gets its own copy.
-    /// The caller stays unconfined.
-    ///
-    /// # Errors
-    ///
-    /// Before anything runs: [`DenialLogError::Abi`] before ABI 7,
-    /// [`DenialLogError::Unreadable`] without `CAP_AUDIT_READ` or outside
-    /// the initial namespaces, [`DenialLogError::AuditOff`] when auditing
-    /// is off (checked when `CAP_AUDIT_CONTROL` allows asking). Then
-    /// [`DenialLogError::Spawn`] when the command cannot start and
-    /// [`DenialLogError::Wait`] when waiting for it fails.
-    ///
-    /// # Examples
-    ///
-    /// ```no_run
-    /// use std::process::Command;
-    /// use strument_sandbox::Policy;
-    ///
-    /// let prepared = Policy { writable: vec!["/home/me/project".into()], ..Policy::default() }.prepare()?;
-    /// let audited = prepared.status_with_denials(Command::new("make").arg("install"))?;
-    /// for denial in &audited.denials {
-    ///     eprintln!("refused {:?} on {:?}", denial.blockers, denial.path);
-    /// }
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    pub fn status_with_denials(&self, cmd: &mut Command) -> Result<Audited, DenialLogError> {
-        self.status_with_denials_via(cmd, None)
+    let listener = sys::audit_socket().map_err(DenialLogError::Unreadable)?;
+    sys::audit_join_readlog(&listener).map_err(DenialLogError::Unreadable)?;
+    if audit_enabled() == Some(false) {
+        return Err(DenialLogError::AuditOff);
     }
-
-    /// [`Prepared::status_with_denials`], waiting for the command with
-    /// `forwarder`: signals sent to the caller reach the command, and job
-    /// control keeps working (see [`SignalForwarder`]). Install the
-    /// forwarder before calling this.
-    ///
-    /// # Errors
-    ///
-    /// As [`Prepared::status_with_denials`].
-    ///
-    /// # Examples
-    ///
-    /// ```no_run
-    /// use std::process::Command;
-    /// use strument_sandbox::{Policy, SignalForwarder};
-    ///
-    /// let prepared = Policy { writable: vec!["/home/me/project".into()], ..Policy::default() }.prepare()?;
-    /// let forwarder = SignalForwarder::install()?;
-    /// let audited = prepared.status_with_denials_forwarding(&mut Command::new("make"), &forwarder)?;
-    /// println!("{} refused", audited.denials.len());
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    pub fn status_with_denials_forwarding(
-        &self,
-        cmd: &mut Command,
-        forwarder: &SignalForwarder,
-    ) -> Result<Audited, DenialLogError> {
-        self.status_with_denials_via(cmd, Some(forwarder))
+    sys::confine_before_exec_with(
+        cmd,
+        Arc::clone(ruleset),
+        filter.clone(),
+        sys::RESTRICT_SELF_LOG_NEW_EXEC_ON,
+    );
+    if let Some(forwarder) = forwarder {
+        forwarder.unblock_in(cmd);
     }
-
-    fn status_with_denials_via(
-        &self,
-        cmd: &mut Command,
-        forwarder: Option<&SignalForwarder>,
-    ) -> Result<Audited, DenialLogError> {
-        if !self.availability.has(Feature::AuditLog) {
-            return Err(DenialLogError::Abi {
-                abi: self.availability.abi,
-            });
-        }
-        let listener = sys::audit_socket().map_err(DenialLogError::Unreadable)?;
-        sys::audit_join_readlog(&listener).map_err(DenialLogError::Unreadable)?;
-        if audit_enabled() == Some(false) {
-            return Err(DenialLogError::AuditOff);
-        }
-        sys::confine_before_exec_with(
-            cmd,
-            std::sync::Arc::clone(&self.ruleset),
-            self.filter.clone(),
-            sys::RESTRICT_SELF_LOG_NEW_EXEC_ON,
-        );
-        if let Some(forwarder) = forwarder {
-            forwarder.unblock_in(cmd);
-        }
-        let mut child = cmd.spawn().map_err(DenialLogError::Spawn)?;
-        let mut log = Log::new(child.id());
-        let status = match forwarder {
-            Some(forwarder) => {
-                let mut tick = || {
-                    log.receive(&listener, 50);
-                };
-                forwarder
-                    .wait_ticking(&child, Some(&mut tick))
-                    .map_err(DenialLogError::Wait)?
-            }
-            None => loop {
-                if let Some(status) = child.try_wait().map_err(DenialLogError::Wait)? {
-                    break status;
-                }
+    let mut child = cmd.spawn().map_err(DenialLogError::Spawn)?;
+    let mut log = Log::new(child.id());
+    let status = match forwarder {
+        Some(forwarder) => {
+            let mut tick = || {
                 log.receive(&listener, 50);
-            },
-        };
-        // The last records and the sandbox's release trail the exit.
-        let deadline = Instant::now() + Duration::from_secs(2);
-        let mut quiet_since = Instant::now();
-        while log.refused.is_none() && Instant::now() < deadline {
-            if log.receive(&listener, 20) {
-                quiet_since = Instant::now();
-            } else if quiet_since.elapsed() > Duration::from_millis(300) {
-                break;
-            }
+            };
+            forwarder
+                .wait_ticking(&child, Some(&mut tick))
+                .map_err(DenialLogError::Wait)?
         }
-        Ok(log.finish(status))
+        None => loop {
+            if let Some(status) = child.try_wait().map_err(DenialLogError::Wait)? {
+                break status;
+            }
+            log.receive(&listener, 50);
+        },
+    };
+    // The last records and the sandbox's release trail the exit.
+    let deadline = Instant::now() + Duration::from_secs(2);
+    let mut quiet_since = Instant::now();
+    while log.refused.is_none() && Instant::now() < deadline {
+        if log.receive(&listener, 20) {
+            quiet_since = Instant::now();
+        } else if quiet_since.elapsed() > Duration::from_millis(300) {
+            break;
+        }
     }
+    Ok(log.finish(status))
 }
 
 /// Whether kernel auditing is on, when this process may ask

@@ -1,9 +1,10 @@
-//! Error types, one per stage.
+//! Error types, one per stage, each with a `hint()` where a person can do
+//! something about it.
 
 use std::io;
 use std::path::PathBuf;
 
-use crate::probe::ProbeError;
+use crate::abi::Feature;
 
 /// A writable root, or an input to [`default_writable`](crate::default_writable),
 /// that cannot be turned into a rule. The sandbox is never widened to make
@@ -117,4 +118,208 @@ pub enum ApplyError {
          (ioctl TIOCSTI, TIOCLINUX): {0}; the kernel needs CONFIG_SECCOMP_FILTER"
     )]
     TerminalFilter(#[source] io::Error),
+}
+
+/// Why the kernel offers no Landlock.
+///
+/// Each variant is a different fix, which [`ProbeError::hint`] names.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ProbeError {
+    /// The kernel was built without `CONFIG_SECURITY_LANDLOCK` (or predates
+    /// Linux 5.13): the syscall answered `ENOSYS`.
+    #[error("Landlock is not built into this kernel (ENOSYS)")]
+    NotBuilt,
+    /// Landlock is built in but was not enabled at boot: the syscall
+    /// answered `EOPNOTSUPP`.
+    #[error("Landlock is built into this kernel but disabled at boot (EOPNOTSUPP)")]
+    DisabledAtBoot,
+    /// Something between the process and the kernel refused the syscall,
+    /// typically a seccomp filter of a container runtime.
+    #[error("the Landlock syscall was refused with errno {errno} ({name})", name = errno_name(*.errno))]
+    Blocked {
+        /// The errno the syscall failed with.
+        errno: i32,
+    },
+    /// The kernel answered with a version number that makes no sense.
+    #[error("the kernel reported an invalid Landlock ABI version {version}")]
+    InvalidVersion {
+        /// The value the kernel returned.
+        version: i64,
+    },
+}
+
+impl ProbeError {
+    /// A short, stable name for programs: `not-built`, `disabled`,
+    /// `blocked` or `invalid-version`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use strument_sandbox::ProbeError;
+    /// assert_eq!(ProbeError::DisabledAtBoot.kind(), "disabled");
+    /// ```
+    #[must_use]
+    pub fn kind(&self) -> &'static str {
+        match self {
+            ProbeError::NotBuilt => "not-built",
+            ProbeError::DisabledAtBoot => "disabled",
+            ProbeError::Blocked { .. } => "blocked",
+            ProbeError::InvalidVersion { .. } => "invalid-version",
+        }
+    }
+
+    /// The errno the probe saw, when it saw one.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use strument_sandbox::ProbeError;
+    /// assert_eq!(ProbeError::NotBuilt.errno(), Some(libc::ENOSYS));
+    /// ```
+    #[must_use]
+    pub fn errno(&self) -> Option<i32> {
+        match self {
+            ProbeError::NotBuilt => Some(libc::ENOSYS),
+            ProbeError::DisabledAtBoot => Some(libc::EOPNOTSUPP),
+            ProbeError::Blocked { errno } => Some(*errno),
+            ProbeError::InvalidVersion { .. } => None,
+        }
+    }
+
+    /// What a person can do about it.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use strument_sandbox::ProbeError;
+    /// assert!(ProbeError::DisabledAtBoot.hint().contains("lsm="));
+    /// ```
+    #[must_use]
+    pub fn hint(&self) -> &'static str {
+        match self {
+            ProbeError::NotBuilt => {
+                "use a kernel built with CONFIG_SECURITY_LANDLOCK=y (Linux 5.13 or later); \
+                 most distribution kernels have it, many VM and container kernels do not"
+            }
+            ProbeError::DisabledAtBoot => {
+                "add landlock to the kernel's lsm= boot parameter (or to CONFIG_LSM); \
+                 on NixOS: security.lsm = [ \"landlock\" ] or boot.kernelParams"
+            }
+            ProbeError::Blocked { .. } => {
+                "a seccomp filter (container runtime, systemd SystemCallFilter=, another \
+                 sandbox) denies the Landlock syscalls; allow landlock_create_ruleset, \
+                 landlock_add_rule and landlock_restrict_self"
+            }
+            ProbeError::InvalidVersion { .. } => {
+                "report this kernel to the strument-sandbox authors"
+            }
+        }
+    }
+}
+
+/// A path [`Report::explain`](crate::Report::explain) cannot answer for.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ExplainError {
+    /// An empty path.
+    #[error("the path to explain is empty")]
+    EmptyPath,
+    /// A relative path: the kernel would resolve it against the current
+    /// directory of whichever process writes, which explain cannot know.
+    #[error("{path:?}: not an absolute path")]
+    RelativePath {
+        /// The path as given.
+        path: PathBuf,
+    },
+    /// Resolving the path failed as a write would: a symlink loop
+    /// (`ELOOP`), a file where a directory is needed (`ENOTDIR`), a name
+    /// that is too long (`ENAMETOOLONG`), a directory without search
+    /// permission (`EACCES`). The write fails before Landlock is asked.
+    #[error("{path:?}: cannot resolve {at:?}: {source}")]
+    Resolve {
+        /// The path as given.
+        path: PathBuf,
+        /// The prefix, as resolved so far, at which resolution failed.
+        at: PathBuf,
+        /// The OS error.
+        #[source]
+        source: io::Error,
+    },
+}
+
+/// Why refused accesses cannot be read here. Nothing ran.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum DenialLogError {
+    /// The kernel's Landlock predates audit records (ABI 7, Linux 6.15).
+    #[error(
+        "Landlock ABI {abi} emits no audit records (they came with ABI {}, Linux {})",
+        Feature::AuditLog.since_abi(),
+        Feature::AuditLog.since_linux()
+    )]
+    Abi {
+        /// The kernel's ABI.
+        abi: u32,
+    },
+    /// The audit records cannot be received: `EPERM` without
+    /// `CAP_AUDIT_READ` (root), `ECONNREFUSED` outside the initial user or
+    /// network namespace, `EPROTONOSUPPORT` without `CONFIG_AUDIT`.
+    #[error("cannot receive the kernel's audit records: {0}")]
+    Unreadable(#[source] io::Error),
+    /// Auditing is off (`audit=0`, or never turned on): Landlock emits
+    /// no record at all.
+    #[error("kernel auditing is off, so Landlock records no refusal")]
+    AuditOff,
+    /// The command could not be started.
+    #[error("{0}")]
+    Spawn(#[source] io::Error),
+    /// Waiting for the command failed.
+    #[error("waiting for the command: {0}")]
+    Wait(#[source] io::Error),
+}
+
+impl DenialLogError {
+    /// What to do instead, for a person.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use strument_sandbox::DenialLogError;
+    /// assert!(DenialLogError::AuditOff.hint().contains("audit=1"));
+    /// ```
+    #[must_use]
+    pub fn hint(&self) -> &'static str {
+        match self {
+            DenialLogError::Abi { .. } => {
+                "ask in advance instead: `strument-sandbox explain PATH`; or trace the failing \
+                 calls: `strace -f -Z -e trace=%file`"
+            }
+            DenialLogError::Unreadable(_) => {
+                "audit records reach only root (CAP_AUDIT_READ) in the initial namespaces; \
+                 ask in advance instead: `strument-sandbox explain PATH`, or trace the \
+                 failing calls: `strace -f -Z -e trace=%file`"
+            }
+            DenialLogError::AuditOff => {
+                "turn auditing on (`auditctl -e 1`, or boot with audit=1), or ask in advance: \
+                 `strument-sandbox explain PATH`, or trace: `strace -f -Z -e trace=%file`"
+            }
+            DenialLogError::Spawn(_) | DenialLogError::Wait(_) => {
+                "check the command's name and permissions"
+            }
+        }
+    }
+}
+
+/// The symbolic name of the errnos a seccomp filter typically answers with.
+fn errno_name(errno: i32) -> &'static str {
+    match errno {
+        libc::EPERM => "EPERM",
+        libc::EACCES => "EACCES",
+        libc::EINVAL => "EINVAL",
+        libc::ENOSYS => "ENOSYS",
+        libc::EOPNOTSUPP => "EOPNOTSUPP",
+        libc::EFAULT => "EFAULT",
+        _ => "unexpected",
+    }
 }

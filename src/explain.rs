@@ -6,7 +6,8 @@ use std::io;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Component, Path, PathBuf};
 
-use crate::policy::{Granted, Report, RootKind, Skipped};
+use crate::error::ExplainError;
+use crate::report::{Granted, Report, RootKind, Skipped};
 
 /// The kernel's limit on symlinks followed while resolving one path
 /// (`MAXSYMLINKS`); past it, `open(2)` fails with `ELOOP`.
@@ -56,36 +57,6 @@ pub enum Verdict {
     },
 }
 
-/// A path [`Report::explain`] cannot answer for.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum ExplainError {
-    /// An empty path.
-    #[error("the path to explain is empty")]
-    EmptyPath,
-    /// A relative path: the kernel would resolve it against the current
-    /// directory of whichever process writes, which explain cannot know.
-    #[error("{path:?}: not an absolute path")]
-    RelativePath {
-        /// The path as given.
-        path: PathBuf,
-    },
-    /// Resolving the path failed as a write would: a symlink loop
-    /// (`ELOOP`), a file where a directory is needed (`ENOTDIR`), a name
-    /// that is too long (`ENAMETOOLONG`), a directory without search
-    /// permission (`EACCES`). The write fails before Landlock is asked.
-    #[error("{path:?}: cannot resolve {at:?}: {source}")]
-    Resolve {
-        /// The path as given.
-        path: PathBuf,
-        /// The prefix, as resolved so far, at which resolution failed.
-        at: PathBuf,
-        /// The OS error.
-        #[source]
-        source: io::Error,
-    },
-}
-
 impl Explanation {
     /// Whether the write lands.
     ///
@@ -103,140 +74,90 @@ impl Explanation {
     }
 }
 
-impl Report {
-    /// Answers whether a write to `path` lands under this policy, and by
-    /// which root, or, when no root grants it, the smallest root that
-    /// would (`--allow`).
-    ///
-    /// The answer follows what the kernel does at the moment of the write,
-    /// not string prefixes: `path` is resolved now, symlinks followed
-    /// (also a dangling one at the end, which `open(O_CREAT)` follows to
-    /// create its target) and `..` taken on the resolved directory; when
-    /// it does not exist, its nearest existing directory is what the
-    /// kernel checks, because that is where the first missing piece would
-    /// be created. The resolved inode and its ancestors are then compared,
-    /// by device and inode number, with the roots opened when this report
-    /// was made: the same membership the kernel decided at apply. A file
-    /// root (a lock file, `/dev/null`) grants writes to that very inode
-    /// only, never to its siblings.
-    ///
-    /// What it does not model: rename and link between two places need
-    /// both to be writable, so ask for both; a hard link made inside a
-    /// root *before* the policy was applied is writable through that name
-    /// even if the inode is also reachable from outside (Landlock checks
-    /// names, not inodes); file metadata (`chmod`, `chown`, timestamps,
-    /// extended attributes) is not confined at all. Magic links in `/proc`
-    /// are followed by their text, so an anonymous target (`pipe:[…]`)
-    /// is explained as a missing name.
-    ///
-    /// # Errors
-    ///
-    /// [`ExplainError::EmptyPath`] and [`ExplainError::RelativePath`] for
-    /// a path that is not absolute; [`ExplainError::Resolve`] when the
-    /// path cannot be resolved (`ELOOP`, `ENOTDIR`, `ENAMETOOLONG`,
-    /// `EACCES`), which a write would fail with too.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use strument_sandbox::{Policy, Verdict};
-    ///
-    /// let project = tempfile::tempdir()?;
-    /// let report = Policy { writable: vec![project.path().to_path_buf().into()], ..Policy::default() }.check()?;
-    ///
-    /// let inside = report.explain(&project.path().join("src/../new.rs"))?;
-    /// assert!(inside.is_granted());
-    ///
-    /// let outside = report.explain("/etc/passwd".as_ref())?;
-    /// match outside.verdict {
-    ///     Verdict::Denied { allow, .. } => assert_eq!(allow, std::path::Path::new("/etc/passwd")),
-    ///     Verdict::Granted(root) => panic!("granted by {}", root.path.display()),
-    ///     _ => unreachable!(),
-    /// }
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    pub fn explain(&self, path: &Path) -> Result<Explanation, ExplainError> {
-        if path.as_os_str().is_empty() {
-            return Err(ExplainError::EmptyPath);
-        }
-        if !path.is_absolute() {
-            return Err(ExplainError::RelativePath {
-                path: path.to_path_buf(),
-            });
-        }
-        // The kernel refuses a path string of PATH_MAX bytes or more before
-        // resolving anything, however many `.` it holds.
-        if path.as_os_str().len() >= PATH_MAX {
-            return Err(ExplainError::Resolve {
-                path: path.to_path_buf(),
-                at: path.to_path_buf(),
-                source: io::Error::from_raw_os_error(libc::ENAMETOOLONG),
-            });
-        }
-        let resolved = resolve(path).map_err(|(at, source)| ExplainError::Resolve {
+/// [`Report::explain`]: the answer for `path` under `report`.
+pub(crate) fn explain(report: &Report, path: &Path) -> Result<Explanation, ExplainError> {
+    if path.as_os_str().is_empty() {
+        return Err(ExplainError::EmptyPath);
+    }
+    if !path.is_absolute() {
+        return Err(ExplainError::RelativePath {
+            path: path.to_path_buf(),
+        });
+    }
+    // The kernel refuses a path string of PATH_MAX bytes or more before
+    // resolving anything, however many `.` it holds.
+    if path.as_os_str().len() >= PATH_MAX {
+        return Err(ExplainError::Resolve {
+            path: path.to_path_buf(),
+            at: path.to_path_buf(),
+            source: io::Error::from_raw_os_error(libc::ENAMETOOLONG),
+        });
+    }
+    let resolved = resolve(path).map_err(|(at, source)| ExplainError::Resolve {
+        path: path.to_path_buf(),
+        at,
+        source,
+    })?;
+    let granted =
+        covering_root(report, &resolved).map_err(|(at, source)| ExplainError::Resolve {
             path: path.to_path_buf(),
             at,
             source,
         })?;
-        let granted =
-            self.covering_root(&resolved)
-                .map_err(|(at, source)| ExplainError::Resolve {
-                    path: path.to_path_buf(),
-                    at,
-                    source,
-                })?;
-        let verdict = match granted {
-            Some(root) => Verdict::Granted(root.clone()),
-            None => Verdict::Denied {
-                allow: resolved.path.clone(),
-                skipped: self
-                    .skipped
-                    .iter()
-                    .filter(|s| path.starts_with(&s.path) || resolved.path.starts_with(&s.path))
-                    .cloned()
-                    .collect(),
-            },
-        };
-        Ok(Explanation {
-            path: path.to_path_buf(),
-            checked: resolved.path,
-            exists: resolved.exists,
-            verdict,
-        })
-    }
+    let verdict = match granted {
+        Some(root) => Verdict::Granted(root.clone()),
+        None => Verdict::Denied {
+            allow: resolved.path.clone(),
+            skipped: report
+                .skipped
+                .iter()
+                .filter(|s| path.starts_with(&s.path) || resolved.path.starts_with(&s.path))
+                .cloned()
+                .collect(),
+        },
+    };
+    Ok(Explanation {
+        path: path.to_path_buf(),
+        checked: resolved.path,
+        exists: resolved.exists,
+        verdict,
+    })
+}
 
-    /// The nearest granted root that covers the resolved target: the
-    /// target itself when it is an existing non-directory (any root kind),
-    /// then the directory checked and each of its ancestors (directory
-    /// roots only, since only they grant rights beneath them).
-    fn covering_root(&self, target: &Resolved) -> Result<Option<&Granted>, (PathBuf, io::Error)> {
-        let by_id: HashMap<(u64, u64), &Granted> =
-            self.granted.iter().rev().map(|g| (g.id, g)).collect();
-        let id_of = |p: &Path| {
-            std::fs::metadata(p)
-                .map(|m| (m.dev(), m.ino()))
-                .map_err(|e| (p.to_path_buf(), e))
-        };
-        let mut dir = target.path.as_path();
-        if target.exists && !target.is_dir {
-            if let Some(root) = by_id.get(&id_of(dir)?) {
+/// The nearest granted root that covers the resolved target: the
+/// target itself when it is an existing non-directory (any root kind),
+/// then the directory checked and each of its ancestors (directory
+/// roots only, since only they grant rights beneath them).
+fn covering_root<'r>(
+    report: &'r Report,
+    target: &Resolved,
+) -> Result<Option<&'r Granted>, (PathBuf, io::Error)> {
+    let by_id: HashMap<(u64, u64), &Granted> =
+        report.granted.iter().rev().map(|g| (g.id(), g)).collect();
+    let id_of = |p: &Path| {
+        std::fs::metadata(p)
+            .map(|m| (m.dev(), m.ino()))
+            .map_err(|e| (p.to_path_buf(), e))
+    };
+    let mut dir = target.path.as_path();
+    if target.exists && !target.is_dir {
+        if let Some(root) = by_id.get(&id_of(dir)?) {
+            return Ok(Some(root));
+        }
+        match dir.parent() {
+            Some(parent) => dir = parent,
+            None => return Ok(None),
+        }
+    }
+    loop {
+        if let Some(root) = by_id.get(&id_of(dir)?) {
+            if root.kind == RootKind::Directory {
                 return Ok(Some(root));
             }
-            match dir.parent() {
-                Some(parent) => dir = parent,
-                None => return Ok(None),
-            }
         }
-        loop {
-            if let Some(root) = by_id.get(&id_of(dir)?) {
-                if root.kind == RootKind::Directory {
-                    return Ok(Some(root));
-                }
-            }
-            match dir.parent() {
-                Some(parent) => dir = parent,
-                None => return Ok(None),
-            }
+        match dir.parent() {
+            Some(parent) => dir = parent,
+            None => return Ok(None),
         }
     }
 }

@@ -48,7 +48,9 @@ mod explain;
 #[doc(hidden)]
 pub mod fuzzing;
 mod policy;
+mod prepared;
 mod probe;
+mod report;
 mod root;
 mod services;
 mod sockets;
@@ -59,11 +61,13 @@ mod tripwire;
 mod writable;
 
 pub use abi::Feature;
-pub use denials::{Advice, Audited, Denial, DenialLogError};
-pub use error::{ApplyError, PolicyError};
-pub use explain::{ExplainError, Explanation, Verdict};
-pub use policy::{Granted, Policy, Prepared, Report, RootKind, SkipReason, Skipped, Warning};
-pub use probe::{Availability, Limitation, ProbeError, probe};
+pub use denials::{Advice, Audited, Denial};
+pub use error::{ApplyError, DenialLogError, ExplainError, PolicyError, ProbeError};
+pub use explain::{Explanation, Verdict};
+pub use policy::Policy;
+pub use prepared::Prepared;
+pub use probe::{Availability, Limitation, probe};
+pub use report::{Granted, Report, RootKind, SkipReason, Skipped, Warning};
 pub use root::{Covers, Origin, Root, Variable, covers_home};
 pub use services::{Service, ServiceKind, reachable_services};
 pub use sockets::{GrantedSocket, SkippedSocket, Socket, SocketReason, default_sockets};

@@ -1,13 +1,11 @@
 //! The policy: which roots writes may land under, and applying it.
 
 use std::collections::HashSet;
-use std::fmt;
 use std::fs::OpenOptions;
 use std::io;
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::os::unix::fs::{FileTypeExt, MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::sync::Arc;
 
 use landlock::{CompatLevel, Compatible, Ruleset, RulesetAttr};
@@ -15,9 +13,11 @@ use landlock::{CompatLevel, Compatible, Ruleset, RulesetAttr};
 use crate::abi::{self, Abi};
 
 use crate::error::{ApplyError, PolicyError};
-use crate::probe::{Availability, Limitation, probe};
+use crate::prepared::Prepared;
+use crate::probe::{Availability, probe};
+use crate::report::{Granted, Report, RootKind, SkipReason, Skipped, Warning};
 use crate::root::{Covers, Judge, Origin, Root};
-use crate::services::{Service, reachable_services};
+use crate::services::reachable_services;
 use crate::sockets::{self, GrantedSocket, SkippedSocket, Socket};
 use crate::sys;
 use crate::terminal::TerminalFilter;
@@ -66,271 +66,6 @@ pub struct Policy {
     /// [`default_sockets`](crate::default_sockets) for the usual ones
     /// (the project, the state directory, ssh-agent, gpg-agent).
     pub sockets: Vec<Socket>,
-}
-
-/// What a root was found to be when it was opened.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum RootKind {
-    /// A directory: every write right, for everything beneath it.
-    Directory,
-    /// A regular file (a lock file, say): write and truncate only.
-    File,
-    /// A device node, fifo or socket (`/dev/null`, `/dev/tty`): write and
-    /// truncate only, since directory rights on it are meaningless and the
-    /// kernel refuses them.
-    Special,
-}
-
-impl RootKind {
-    /// A short, stable name for programs.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// assert_eq!(strument_sandbox::RootKind::Directory.name(), "directory");
-    /// ```
-    #[must_use]
-    pub fn name(&self) -> &'static str {
-        match self {
-            RootKind::Directory => "directory",
-            RootKind::File => "file",
-            RootKind::Special => "special",
-        }
-    }
-}
-
-/// A root a rule was anchored to.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Granted {
-    /// The root as given.
-    pub path: PathBuf,
-    /// Where it came from.
-    pub origin: Origin,
-    /// The path it resolved to, when that differs from [`Granted::path`]
-    /// (a symlink, `..`). Asked of the kernel for every root from input (the
-    /// caller, a variable, a `.git` pointer) and for any root a warning is
-    /// about; a fixed name (`/tmp`, `/dev/null`, `~/.cache/go-build`)
-    /// otherwise leaves it `None`, saving a syscall a root at start-up.
-    pub resolved: Option<PathBuf>,
-    /// What it resolved to.
-    pub kind: RootKind,
-    /// Device and inode the rule is anchored to: the identity the kernel
-    /// checks, whatever name the inode is later reached by.
-    pub(crate) id: (u64, u64),
-}
-
-/// A root that grants nothing, and why.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Skipped {
-    /// The root as given.
-    pub path: PathBuf,
-    /// Where it came from.
-    pub origin: Origin,
-    /// Why no rule could be anchored to it.
-    pub reason: SkipReason,
-}
-
-impl Skipped {
-    /// A root that does not exist, or cannot be opened, from `origin`.
-    pub(crate) fn new(path: &Path, origin: &Origin, reason: SkipReason) -> Skipped {
-        Skipped {
-            path: path.to_path_buf(),
-            origin: origin.clone(),
-            reason,
-        }
-    }
-}
-
-/// Why a root grants nothing.
-#[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum SkipReason {
-    /// The path (or a directory on the way) does not exist. Creating it
-    /// later does not make it writable: rules anchor to inodes, and there
-    /// was none.
-    Missing,
-    /// The path exists but could not be opened; `errno` says why
-    /// (`EACCES` on a directory on the way, `ELOOP`, `ENAMETOOLONG`, …).
-    CannotOpen {
-        /// The errno of the `open(O_PATH)`.
-        errno: i32,
-    },
-    /// The root came from the environment, the project's `.git` or a
-    /// built-in list, and resolves to the home directory, an ancestor of
-    /// it, or an ancestor of the project: granting it would widen the
-    /// sandbox to what it protects. Only a root the caller names may be
-    /// that wide.
-    Widens {
-        /// What it covers.
-        covers: Covers,
-        /// The path it resolved to.
-        resolved: PathBuf,
-    },
-    /// A git root (from `.git` or a `commondir`) that does not lead to a
-    /// git directory (`HEAD` and `objects/`, or `HEAD` and `commondir`).
-    NotAGitDirectory {
-        /// The path it resolved to.
-        resolved: PathBuf,
-    },
-}
-
-impl SkipReason {
-    /// A short, stable name for programs: `missing`, `cannot-open`,
-    /// `widens` or `not-a-git-directory`.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// assert_eq!(strument_sandbox::SkipReason::Missing.kind(), "missing");
-    /// ```
-    #[must_use]
-    pub fn kind(&self) -> &'static str {
-        match self {
-            SkipReason::Missing => "missing",
-            SkipReason::CannotOpen { .. } => "cannot-open",
-            SkipReason::Widens { .. } => "widens",
-            SkipReason::NotAGitDirectory { .. } => "not-a-git-directory",
-        }
-    }
-}
-
-impl fmt::Display for SkipReason {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            SkipReason::Missing => f.write_str("does not exist"),
-            SkipReason::CannotOpen { errno } => {
-                write!(f, "cannot open: {}", io::Error::from_raw_os_error(*errno))
-            }
-            SkipReason::Widens { covers, resolved } => write!(
-                f,
-                "resolves to {}, {covers}: only a root named by the caller may be that wide",
-                resolved.display()
-            ),
-            SkipReason::NotAGitDirectory { resolved } => write!(
-                f,
-                "resolves to {}, which is not a git directory (no HEAD with objects/ or commondir)",
-                resolved.display()
-            ),
-        }
-    }
-}
-
-/// Something about the policy a person should know, though it is not an error.
-#[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum Warning {
-    /// A root resolves to `/`: every write anywhere is allowed, the sandbox
-    /// confines nothing.
-    FilesystemRoot {
-        /// The root as given.
-        path: PathBuf,
-    },
-    /// A test build's `STRUMENT_SANDBOX_TEST_ABI_CAP` lowered the ABI this
-    /// policy is enforced at below what the kernel offers. Release builds
-    /// never do this.
-    TestAbiCap {
-        /// The ABI the policy is enforced at.
-        abi: u32,
-    },
-    /// The home directory is writable: a granted root is the home
-    /// directory or an ancestor of it. Only a root the caller named, or a
-    /// built-in temporary directory the home lives under (a container or CI
-    /// runner with `HOME=/tmp/…`), can do that.
-    HomeWritable {
-        /// The home directory.
-        home: PathBuf,
-        /// The root that makes it writable, as given.
-        root: PathBuf,
-        /// Where that root came from.
-        origin: Origin,
-    },
-    /// A root from the environment or the project's `.git` was skipped
-    /// because it would widen the sandbox or does not lead where it should:
-    /// worth saying even when the report is not printed.
-    Skipped(Skipped),
-}
-
-impl fmt::Display for Warning {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Warning::FilesystemRoot { path } => write!(
-                f,
-                "{} resolves to /: every path on the machine is writable and the sandbox confines nothing",
-                path.display()
-            ),
-            Warning::TestAbiCap { abi } => write!(
-                f,
-                "this is a test build and {} caps Landlock at ABI {abi}: \
-                 rights newer kernels handle are left open",
-                abi::TEST_ABI_CAP_VAR
-            ),
-            Warning::HomeWritable { home, root, origin } => write!(
-                f,
-                "the home directory {} is writable: the root {} ({origin}) contains it",
-                home.display(),
-                root.display()
-            ),
-            Warning::Skipped(s) => write!(
-                f,
-                "not granted: {} ({}): {}",
-                s.path.display(),
-                s.origin,
-                s.reason
-            ),
-        }
-    }
-}
-
-/// What a policy grants on this machine, decided when its roots are opened.
-///
-/// Returned by [`Policy::check`], [`Policy::apply`] and
-/// [`Prepared::report`]. Membership does not change after apply: a
-/// directory created later is not writable, because there was nothing to
-/// anchor a rule to.
-#[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct Report {
-    /// The kernel's Landlock ABI (0 if none; only [`Policy::check`] can
-    /// return a report without one).
-    pub abi: u32,
-    /// Roots a rule is anchored to, in policy order.
-    pub granted: Vec<Granted>,
-    /// Roots that grant nothing, with the reason.
-    pub skipped: Vec<Skipped>,
-    /// Things worth saying loudly.
-    pub warnings: Vec<Warning>,
-    /// What this kernel's Landlock cannot enforce or allow.
-    pub limitations: Vec<Limitation>,
-    /// Whether every thread of the process is confined (TSYNC, ABI 8);
-    /// otherwise the process had exactly one thread.
-    pub all_threads: bool,
-    /// Sockets a confined command may connect to, in policy order. Before
-    /// ABI 9 every socket is reachable and these are listed for the record.
-    pub sockets: Vec<GrantedSocket>,
-    /// Sockets that grant nothing, with the reason.
-    pub skipped_sockets: Vec<SkippedSocket>,
-    /// Before ABI 9 only: the local services this user (and so a confined
-    /// command) can reach over unix sockets, each of which can write for
-    /// it. Empty from ABI 9, where the kernel closes the route.
-    pub reachable_services: Vec<Service>,
-}
-
-impl Report {
-    /// The paths of the granted roots, the seed API's `Granted()`.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use strument_sandbox::Policy;
-    /// let report = Policy { writable: vec!["/tmp".into(), "/no/such/dir".into()], ..Policy::default() }.check()?;
-    /// assert_eq!(report.granted_paths(), [std::path::Path::new("/tmp")]);
-    /// # Ok::<(), strument_sandbox::PolicyError>(())
-    /// ```
-    #[must_use]
-    pub fn granted_paths(&self) -> Vec<&Path> {
-        self.granted.iter().map(|g| g.path.as_path()).collect()
-    }
 }
 
 /// A root opened with `O_PATH`, ready to become a rule.
@@ -498,12 +233,7 @@ impl Policy {
                 }
             })?;
         }
-        Ok(Prepared {
-            report,
-            availability,
-            ruleset: Arc::new(fd),
-            filter,
-        })
+        Ok(Prepared::new(report, availability, Arc::new(fd), filter))
     }
 
     /// Validates and opens every root and socket, in order, dropping exact
@@ -568,7 +298,7 @@ impl Policy {
             if i == 0 && *origin == Origin::Project {
                 project = Some(resolved(&root));
             }
-            let covers = judge.covers(root.granted.id).or_else(|| {
+            let covers = judge.covers(root.granted.id()).or_else(|| {
                 // A fixed name under the home directory is above the
                 // project only when the project is inside a cache.
                 if !names_by_input(origin) {
@@ -602,7 +332,7 @@ impl Policy {
                 report.skipped.push(skipped);
                 continue;
             }
-            if Some(root.granted.id) == filesystem_root {
+            if Some(root.granted.id()) == filesystem_root {
                 report
                     .warnings
                     .push(Warning::FilesystemRoot { path: path.clone() });
@@ -738,13 +468,7 @@ fn open_root(path: &Path, origin: &Origin, resolve: bool) -> Result<OpenRoot, Sk
         None
     };
     Ok(OpenRoot {
-        granted: Granted {
-            path: path.to_path_buf(),
-            origin: origin.clone(),
-            resolved,
-            kind,
-            id: (meta.dev(), meta.ino()),
-        },
+        granted: Granted::new(path, origin, resolved, kind, (meta.dev(), meta.ino())),
         fd,
     })
 }
@@ -765,108 +489,6 @@ fn read_resolved(fd: &OwnedFd, path: &Path) -> Option<PathBuf> {
     std::fs::read_link(format!("/proc/self/fd/{}", fd.as_raw_fd()))
         .ok()
         .filter(|r| r != path)
-}
-
-/// A policy whose ruleset is built but not yet enforced.
-///
-/// Made by [`Policy::prepare`]. Every root is already open, so the report
-/// is final: nothing created afterwards joins it.
-#[derive(Debug, Clone)]
-pub struct Prepared {
-    report: Report,
-    pub(crate) availability: Availability,
-    pub(crate) ruleset: Arc<OwnedFd>,
-    /// The seccomp program against terminal injection, built here so that
-    /// the child only installs it.
-    pub(crate) filter: TerminalFilter,
-}
-
-impl Prepared {
-    /// What enforcing this ruleset grants.
-    ///
-    /// # Examples
-    ///
-    /// ```no_run
-    /// let prepared = strument_sandbox::Policy { writable: vec!["/tmp".into()], ..Default::default() }.prepare()?;
-    /// println!("{} roots granted", prepared.report().granted.len());
-    /// # Ok::<(), strument_sandbox::ApplyError>(())
-    /// ```
-    #[must_use]
-    pub fn report(&self) -> &Report {
-        &self.report
-    }
-
-    /// Enforces the ruleset on the calling process; see [`Policy::apply`]
-    /// for what that confines.
-    ///
-    /// # Errors
-    ///
-    /// [`ApplyError::Threads`] when the process has other threads and the
-    /// kernel predates ABI 8, [`ApplyError::CountThreads`] when
-    /// `/proc/self/task` cannot be read to find out, and
-    /// [`ApplyError::Restrict`] when the kernel refuses,
-    /// [`ApplyError::TerminalFilter`] when the seccomp filter cannot be
-    /// installed. Writes are unconfined after any error.
-    ///
-    /// # Examples
-    ///
-    /// ```no_run
-    /// let prepared = strument_sandbox::Policy { writable: vec!["/tmp".into()], ..Default::default() }.prepare()?;
-    /// let report = prepared.restrict_self()?;
-    /// # Ok::<(), strument_sandbox::ApplyError>(())
-    /// ```
-    pub fn restrict_self(self) -> Result<Report, ApplyError> {
-        let flags = if self.availability.all_threads() {
-            sys::RESTRICT_SELF_TSYNC
-        } else {
-            let threads = count_threads().map_err(ApplyError::CountThreads)?;
-            if threads != 1 {
-                return Err(ApplyError::Threads {
-                    threads,
-                    abi: self.availability.abi,
-                });
-            }
-            0
-        };
-        sys::restrict_self(&self.ruleset, flags, &self.filter).map_err(|e| match e {
-            sys::RestrictError::Landlock(e) => ApplyError::Restrict(e),
-            sys::RestrictError::Seccomp(e) => ApplyError::TerminalFilter(e),
-        })?;
-        Ok(self.report)
-    }
-
-    /// Makes `cmd` confine its own child process just before `exec`,
-    /// leaving the caller unconfined. Between `fork` and `exec` the child
-    /// performs only three async-signal-safe syscalls (`prctl`, `seccomp`
-    /// with the terminal filter built here, and `landlock_restrict_self` on
-    /// the descriptor opened here), so this is safe in a multi-threaded
-    /// caller. If any fails the command does not run and spawning it
-    /// returns the error.
-    ///
-    /// # Examples
-    ///
-    /// ```no_run
-    /// use std::process::Command;
-    /// let prepared = strument_sandbox::Policy { writable: vec!["/tmp".into()], ..Default::default() }.prepare()?;
-    /// let mut cmd = Command::new("rm");
-    /// cmd.args(["-rf", "/home/me"]);
-    /// prepared.confine(&mut cmd);
-    /// assert!(!cmd.status()?.success());
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    pub fn confine(&self, cmd: &mut Command) {
-        sys::confine_before_exec(cmd, Arc::clone(&self.ruleset), self.filter.clone());
-    }
-}
-
-/// Counts the threads of the calling process.
-fn count_threads() -> io::Result<usize> {
-    let mut n = 0;
-    for entry in std::fs::read_dir("/proc/self/task")? {
-        entry?;
-        n += 1;
-    }
-    Ok(n)
 }
 
 #[cfg(test)]

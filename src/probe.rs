@@ -3,6 +3,7 @@
 use std::fmt;
 
 use crate::abi::{self, Abi, Feature};
+use crate::error::ProbeError;
 use crate::sys;
 
 /// What a probe of the running kernel found.
@@ -26,104 +27,6 @@ pub struct Availability {
     pub abi: u32,
     /// Why the probe found no Landlock, when it found none.
     pub error: Option<ProbeError>,
-}
-
-/// Why the kernel offers no Landlock.
-///
-/// Each variant is a different fix, which [`ProbeError::hint`] names.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[non_exhaustive]
-pub enum ProbeError {
-    /// The kernel was built without `CONFIG_SECURITY_LANDLOCK` (or predates
-    /// Linux 5.13): the syscall answered `ENOSYS`.
-    #[error("Landlock is not built into this kernel (ENOSYS)")]
-    NotBuilt,
-    /// Landlock is built in but was not enabled at boot: the syscall
-    /// answered `EOPNOTSUPP`.
-    #[error("Landlock is built into this kernel but disabled at boot (EOPNOTSUPP)")]
-    DisabledAtBoot,
-    /// Something between the process and the kernel refused the syscall,
-    /// typically a seccomp filter of a container runtime.
-    #[error("the Landlock syscall was refused with errno {errno} ({name})", name = errno_name(*.errno))]
-    Blocked {
-        /// The errno the syscall failed with.
-        errno: i32,
-    },
-    /// The kernel answered with a version number that makes no sense.
-    #[error("the kernel reported an invalid Landlock ABI version {version}")]
-    InvalidVersion {
-        /// The value the kernel returned.
-        version: i64,
-    },
-}
-
-impl ProbeError {
-    /// A short, stable name for programs: `not-built`, `disabled`,
-    /// `blocked` or `invalid-version`.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use strument_sandbox::ProbeError;
-    /// assert_eq!(ProbeError::DisabledAtBoot.kind(), "disabled");
-    /// ```
-    #[must_use]
-    pub fn kind(&self) -> &'static str {
-        match self {
-            ProbeError::NotBuilt => "not-built",
-            ProbeError::DisabledAtBoot => "disabled",
-            ProbeError::Blocked { .. } => "blocked",
-            ProbeError::InvalidVersion { .. } => "invalid-version",
-        }
-    }
-
-    /// The errno the probe saw, when it saw one.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use strument_sandbox::ProbeError;
-    /// assert_eq!(ProbeError::NotBuilt.errno(), Some(libc::ENOSYS));
-    /// ```
-    #[must_use]
-    pub fn errno(&self) -> Option<i32> {
-        match self {
-            ProbeError::NotBuilt => Some(libc::ENOSYS),
-            ProbeError::DisabledAtBoot => Some(libc::EOPNOTSUPP),
-            ProbeError::Blocked { errno } => Some(*errno),
-            ProbeError::InvalidVersion { .. } => None,
-        }
-    }
-
-    /// What a person can do about it.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use strument_sandbox::ProbeError;
-    /// assert!(ProbeError::DisabledAtBoot.hint().contains("lsm="));
-    /// ```
-    #[must_use]
-    pub fn hint(&self) -> &'static str {
-        match self {
-            ProbeError::NotBuilt => {
-                "use a kernel built with CONFIG_SECURITY_LANDLOCK=y (Linux 5.13 or later); \
-                 most distribution kernels have it, many VM and container kernels do not"
-            }
-            ProbeError::DisabledAtBoot => {
-                "add landlock to the kernel's lsm= boot parameter (or to CONFIG_LSM); \
-                 on NixOS: security.lsm = [ \"landlock\" ] or boot.kernelParams"
-            }
-            ProbeError::Blocked { .. } => {
-                "a seccomp filter (container runtime, systemd SystemCallFilter=, another \
-                 sandbox) denies the Landlock syscalls; allow landlock_create_ruleset, \
-                 landlock_add_rule and landlock_restrict_self"
-            }
-            ProbeError::InvalidVersion { .. } => {
-                "report this kernel to the strument-sandbox authors"
-            }
-        }
-    }
 }
 
 /// A restriction of the running kernel's Landlock that changes what a
@@ -348,19 +251,6 @@ fn unavailable(error: ProbeError) -> Availability {
     Availability {
         abi: 0,
         error: Some(error),
-    }
-}
-
-/// The symbolic name of the errnos a seccomp filter typically answers with.
-fn errno_name(errno: i32) -> &'static str {
-    match errno {
-        libc::EPERM => "EPERM",
-        libc::EACCES => "EACCES",
-        libc::EINVAL => "EINVAL",
-        libc::ENOSYS => "ENOSYS",
-        libc::EOPNOTSUPP => "EOPNOTSUPP",
-        libc::EFAULT => "EFAULT",
-        _ => "unexpected",
     }
 }
 

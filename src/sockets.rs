@@ -10,7 +10,7 @@
 use std::fmt;
 use std::path::{Path, PathBuf};
 
-use crate::policy::{RootKind, SkipReason};
+use crate::report::{RootKind, SkipReason};
 
 /// A place a confined command may connect to unix sockets: a socket file,
 /// or a directory (every socket beneath it).

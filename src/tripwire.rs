@@ -19,7 +19,8 @@ use std::fs;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
-use crate::policy::{Prepared, RootKind};
+use crate::prepared::Prepared;
+use crate::report::RootKind;
 use crate::writable::{parse_git_pointer, read_pointer_file};
 
 /// How deep `.git/modules` is searched for submodules' git directories: a
