@@ -10,5 +10,5 @@ use std::path::PathBuf;
 ///
 /// A reason, for input that is not one line `<prefix><path>`.
 pub fn parse_git_pointer(bytes: &[u8], prefix: &str) -> Result<PathBuf, String> {
-    crate::writable::parse_git_pointer(bytes, prefix)
+    crate::git::parse_git_pointer(bytes, prefix)
 }

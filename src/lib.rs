@@ -47,6 +47,7 @@ mod explain;
 #[cfg(fuzzing)]
 #[doc(hidden)]
 pub mod fuzzing;
+mod git;
 mod policy;
 mod prepared;
 mod probe;

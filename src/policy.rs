@@ -13,6 +13,7 @@ use landlock::{CompatLevel, Compatible, Ruleset, RulesetAttr};
 use crate::abi::{self, Abi};
 
 use crate::error::{ApplyError, PolicyError};
+use crate::git::{COMMON_DIR_PARTS, COMMON_DIR_REFTABLE, is_git_dir};
 use crate::prepared::Prepared;
 use crate::probe::{Availability, probe};
 use crate::report::{Granted, Report, RootKind, SkipReason, Skipped, Warning};
@@ -21,7 +22,6 @@ use crate::services::reachable_services;
 use crate::sockets::{self, GrantedSocket, SkippedSocket, Socket};
 use crate::sys;
 use crate::terminal::TerminalFilter;
-use crate::writable::{COMMON_DIR_PARTS, COMMON_DIR_REFTABLE, is_git_dir};
 
 /// What the sandbox permits: a list of roots writes may land under, and
 /// the unix sockets a confined command may connect to. Reads and execution

@@ -19,9 +19,9 @@ use std::fs;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
+use crate::git;
 use crate::prepared::Prepared;
 use crate::report::RootKind;
-use crate::writable::{parse_git_pointer, read_pointer_file};
 
 /// How deep `.git/modules` is searched for submodules' git directories: a
 /// submodule at `libs/net/tls` keeps its own under `modules/libs/net/tls`.
@@ -340,7 +340,7 @@ impl Snapshot {
     #[must_use]
     pub fn of_project(project: &Path) -> Snapshot {
         let project = project.to_path_buf();
-        let git_dirs = git_dirs(&project);
+        let git_dirs = git::watched_git_dirs(&project);
         let entries = watch(&project, &git_dirs);
         Snapshot {
             project,
@@ -490,40 +490,6 @@ fn change_kind(before: Option<&Identity>, after: Option<&Identity>) -> Option<Ch
         }
         _ => ChangeKind::Modified,
     })
-}
-
-/// The git directories of `project`: where its `.git` leads, then a
-/// worktree's common directory. A `.git` that cannot be read or parsed
-/// leads nowhere; the `.git` entry itself is watched regardless.
-fn git_dirs(project: &Path) -> Vec<PathBuf> {
-    let dotgit = project.join(".git");
-    let Ok(meta) = fs::symlink_metadata(&dotgit) else {
-        return Vec::new();
-    };
-    let gitdir = if meta.is_file() {
-        match read_pointer_file(&dotgit) {
-            Ok(Ok(bytes)) => match parse_git_pointer(&bytes, "gitdir: ") {
-                Ok(p) => canonical(project.join(p)),
-                Err(_) => return Vec::new(),
-            },
-            _ => return Vec::new(),
-        }
-    } else {
-        dotgit
-    };
-    let mut dirs = vec![gitdir.clone()];
-    if let Ok(Ok(bytes)) = read_pointer_file(&gitdir.join("commondir")) {
-        if let Ok(common) = parse_git_pointer(&bytes, "") {
-            dirs.push(canonical(gitdir.join(common)));
-        }
-    }
-    dirs
-}
-
-/// `path` with symlinks and `..` resolved, as git resolves a pointer, so a
-/// report names `/src/app/.git/hooks`, not `…/worktrees/x/../../hooks`.
-fn canonical(path: PathBuf) -> PathBuf {
-    fs::canonicalize(&path).unwrap_or(path)
 }
 
 /// The identity of every watched path, now.
