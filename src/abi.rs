@@ -114,6 +114,11 @@ impl Feature {
 pub(crate) struct Abi(pub(crate) u32);
 
 impl Abi {
+    /// Whether the kernel has Landlock at all: ABI 1 or later (0 is none).
+    pub(crate) fn exists(self) -> bool {
+        self.0 >= 1
+    }
+
     /// Whether this ABI has `feature`.
     pub(crate) fn has(self, feature: Feature) -> bool {
         self.0 >= feature.since_abi()

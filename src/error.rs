@@ -64,6 +64,34 @@ pub enum PolicyError {
     },
 }
 
+impl PolicyError {
+    /// What a person can do about it.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use strument_sandbox::PolicyError;
+    /// let e = PolicyError::EmptyPath { what: "writable root" };
+    /// assert!(e.hint().contains("absolute"));
+    /// ```
+    #[must_use]
+    pub fn hint(&self) -> &'static str {
+        match self {
+            PolicyError::EmptyPath { .. } | PolicyError::RelativePath { .. } => {
+                "name it as an absolute path (the CLI takes a relative one against the current \
+                 directory)"
+            }
+            PolicyError::NulByte { .. } => "remove the NUL byte: no system call takes such a path",
+            PolicyError::NotADirectory { .. } => "name a directory, or create it first",
+            PolicyError::GitFile { .. } => {
+                "fix or remove the file: git writes one line, `gitdir: PATH` in a `.git` file or \
+                 a path in `commondir`"
+            }
+            PolicyError::Io { .. } => "make the file readable by this user, or remove it",
+        }
+    }
+}
+
 /// Why [`Policy::apply`](crate::Policy::apply) (or `prepare`) did not
 /// confine anything. The process is exactly as it was before the call.
 #[derive(Debug, thiserror::Error)]
@@ -120,6 +148,38 @@ pub enum ApplyError {
     TerminalFilter(#[source] io::Error),
 }
 
+impl ApplyError {
+    /// What a person can do about it.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use strument_sandbox::{ApplyError, ProbeError};
+    /// let e = ApplyError::Unavailable(ProbeError::DisabledAtBoot);
+    /// assert_eq!(e.hint(), ProbeError::DisabledAtBoot.hint());
+    /// ```
+    #[must_use]
+    pub fn hint(&self) -> &'static str {
+        match self {
+            ApplyError::Unavailable(e) => e.hint(),
+            ApplyError::Policy(e) => e.hint(),
+            ApplyError::Threads { .. } => {
+                "apply before starting threads, or confine a child command with \
+                 Prepared::confine"
+            }
+            ApplyError::CountThreads(_) => "mount /proc, so that /proc/self/task can be read",
+            ApplyError::Ruleset(_) | ApplyError::AddRule { .. } | ApplyError::Restrict(_) => {
+                "the kernel refused: its error says why; if it persists, report the kernel \
+                 version and the policy to the strument-sandbox authors"
+            }
+            ApplyError::TerminalFilter(_) => {
+                "use a kernel built with CONFIG_SECCOMP_FILTER=y, and let the container \
+                 runtime allow seccomp"
+            }
+        }
+    }
+}
+
 /// Why the kernel offers no Landlock.
 ///
 /// Each variant is a different fix, which [`ProbeError::hint`] names.
@@ -157,10 +217,10 @@ impl ProbeError {
     ///
     /// ```
     /// use strument_sandbox::ProbeError;
-    /// assert_eq!(ProbeError::DisabledAtBoot.kind(), "disabled");
+    /// assert_eq!(ProbeError::DisabledAtBoot.name(), "disabled");
     /// ```
     #[must_use]
-    pub fn kind(&self) -> &'static str {
+    pub fn name(&self) -> &'static str {
         match self {
             ProbeError::NotBuilt => "not-built",
             ProbeError::DisabledAtBoot => "disabled",
@@ -246,6 +306,31 @@ pub enum ExplainError {
         #[source]
         source: io::Error,
     },
+}
+
+impl ExplainError {
+    /// What a person can do about it.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use strument_sandbox::ExplainError;
+    /// assert!(ExplainError::EmptyPath.hint().contains("absolute"));
+    /// ```
+    #[must_use]
+    pub fn hint(&self) -> &'static str {
+        match self {
+            ExplainError::EmptyPath | ExplainError::RelativePath { .. } => {
+                "name an absolute path (the CLI takes a relative one against the current \
+                 directory)"
+            }
+            ExplainError::Resolve { .. } => {
+                "a write there fails before Landlock is asked: fix the path where it stops \
+                 resolving (a symlink loop, a file where a directory is needed, a directory \
+                 without search permission)"
+            }
+        }
+    }
 }
 
 /// Why refused accesses cannot be read here. Nothing ran.

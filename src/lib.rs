@@ -32,6 +32,17 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 //!
+//! With the `serde` feature the report types implement `Serialize`, in the
+//! shape `strument-sandbox policy --json` (and `probe`, `explain`, `run`)
+//! prints: paths as strings, stable names (`"directory"`, `"widens"`) for
+//! enums, and the sentence a person reads as `detail`. An agent renders its
+//! `/sandbox` view from them.
+//!
+//! Errors live in one place ([`PolicyError`], [`ApplyError`],
+//! [`ProbeError`], [`ExplainError`], [`DenialLogError`]); each has
+//! `hint()`, what a person can do about it. Every enum a program reads has
+//! `name()`, a short stable string.
+//!
 //! [Landlock]: https://docs.kernel.org/userspace-api/landlock.html
 
 #![deny(missing_docs)]
@@ -53,6 +64,8 @@ mod prepared;
 mod probe;
 mod report;
 mod root;
+#[cfg(feature = "serde")]
+mod serialize;
 mod services;
 mod sockets;
 mod supervise;

@@ -19,7 +19,7 @@ use crate::sys;
 ///     None => println!("Landlock ABI {}", availability.abi),
 ///     Some(why) => println!("no sandbox: {why} ({})", why.hint()),
 /// }
-/// assert_eq!(availability.supported(), availability.abi > 0);
+/// assert_eq!(availability.supported(), availability.error.is_none());
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Availability {
@@ -60,10 +60,10 @@ impl Limitation {
     ///
     /// ```
     /// use strument_sandbox::Limitation;
-    /// assert_eq!(Limitation::CrossDirectoryRenameDenied.kind(), "cross-directory-rename-denied");
+    /// assert_eq!(Limitation::CrossDirectoryRenameDenied.name(), "cross-directory-rename-denied");
     /// ```
     #[must_use]
-    pub fn kind(&self) -> &'static str {
+    pub fn name(&self) -> &'static str {
         match self {
             Limitation::CrossDirectoryRenameDenied => "cross-directory-rename-denied",
             Limitation::TruncateUnrestricted => "truncate-unrestricted",
@@ -122,7 +122,7 @@ impl Availability {
     /// ```
     #[must_use]
     pub fn supported(&self) -> bool {
-        self.error.is_none() && self.abi > 0
+        self.error.is_none() && Abi(self.abi).exists()
     }
 
     /// Whether `landlock_restrict_self` can confine every thread of the
@@ -132,7 +132,7 @@ impl Availability {
     ///
     /// ```
     /// let a = strument_sandbox::probe();
-    /// assert!(!a.all_threads() || a.abi >= 8);
+    /// assert_eq!(a.all_threads(), a.has(strument_sandbox::Feature::Tsync));
     /// ```
     #[must_use]
     pub fn all_threads(&self) -> bool {
@@ -235,7 +235,7 @@ impl Availability {
 pub fn probe() -> Availability {
     match sys::landlock_abi_version() {
         Ok(version) => match u32::try_from(version) {
-            Ok(abi) if abi > 0 => Availability {
+            Ok(abi) if Abi(abi).exists() => Availability {
                 abi: abi::test_cap().map_or(abi, |cap| abi.min(cap)),
                 error: None,
             },

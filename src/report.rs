@@ -152,10 +152,10 @@ impl SkipReason {
     /// # Examples
     ///
     /// ```
-    /// assert_eq!(strument_sandbox::SkipReason::Missing.kind(), "missing");
+    /// assert_eq!(strument_sandbox::SkipReason::Missing.name(), "missing");
     /// ```
     #[must_use]
-    pub fn kind(&self) -> &'static str {
+    pub fn name(&self) -> &'static str {
         match self {
             SkipReason::Missing => "missing",
             SkipReason::CannotOpen { .. } => "cannot-open",

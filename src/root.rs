@@ -163,10 +163,10 @@ impl Origin {
     /// # Examples
     ///
     /// ```
-    /// assert_eq!(strument_sandbox::Origin::Extra.kind(), "extra");
+    /// assert_eq!(strument_sandbox::Origin::Extra.name(), "extra");
     /// ```
     #[must_use]
-    pub fn kind(&self) -> &'static str {
+    pub fn name(&self) -> &'static str {
         match self {
             Origin::Project => "project",
             Origin::State => "state",
@@ -231,7 +231,7 @@ impl Covers {
     /// assert_eq!(strument_sandbox::Covers::AboveHome.kind(), "above-home");
     /// ```
     #[must_use]
-    pub fn kind(&self) -> &'static str {
+    pub fn name(&self) -> &'static str {
         match self {
             Covers::Home => "home",
             Covers::AboveHome => "above-home",

@@ -1,0 +1,268 @@
+//! `strument-sandbox`: probe the kernel, show a policy, explain a path, run
+//! a command confined. One module per subcommand; `output` holds what
+//! several print.
+
+use std::ffi::OsString;
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use clap::{Args, Parser, Subcommand};
+use strument_sandbox::{Policy, Socket, SocketReason, default_sockets, default_writable};
+
+#[macro_use]
+mod output;
+mod explain;
+mod policy;
+mod probe;
+mod run;
+
+/// Exit statuses of the tool itself; `run` otherwise exits with the command's.
+pub(crate) mod status {
+    /// `explain`: some path is not writable.
+    pub const NOT_WRITABLE: u8 = 1;
+    /// Landlock is unavailable: `probe` found none, `run` refused.
+    pub const UNAVAILABLE: u8 = 3;
+    /// The policy could not be built or enforced (bad path, threads, kernel refusal).
+    pub const POLICY: u8 = 4;
+    /// `run --explain-denials`: refused writes cannot be read here; nothing ran.
+    pub const NO_DENIAL_LOG: u8 = 5;
+    /// The command exists but could not be executed.
+    pub const CANNOT_EXECUTE: u8 = 126;
+    /// The command was not found.
+    pub const NOT_FOUND: u8 = 127;
+}
+
+const AFTER_HELP: &str = "\
+Writes are confined to the project, the state directory, temporary space,
+a few device files and toolchain caches (see `policy`); reads and execution
+stay open everywhere. Once applied, the confinement cannot be undone and
+covers every child process. No unconfined process may act for a confined
+one: typing into the terminal (TIOCSTI) is refused on every kernel, abstract
+sockets outside the sandbox from Linux 6.12, and unix sockets other than the
+project's, ssh-agent's, gpg-agent's and --allow-socket ones from Linux 7.1;
+before that, `policy` lists the services a command can still reach.
+A root from a variable ($TMPDIR, $XDG_CACHE_HOME, $GOCACHE, …) or from the
+project's .git that resolves to the home directory or above is skipped with a
+warning; only --project, --state and --allow may be that wide, and then a
+warning says the home directory is writable.
+
+Examples:
+  strument-sandbox probe                       # does this kernel have Landlock?
+  strument-sandbox policy --project ~/src/app  # what would be writable, and why not
+  strument-sandbox explain ~/.cargo/bin/tool   # would a write there land? what to --allow
+  strument-sandbox run -- go test ./...        # run confined, report hooks it planted
+  strument-sandbox run --allow /srv/out -- make install
+  strument-sandbox run --allow-socket /run/postgresql -- make test
+
+Exit status:
+  0    success (`run`: the command's own status otherwise, 128+N if signal N
+       killed it)
+  1    `explain`: some path is not writable
+  2    usage error
+  3    Landlock unavailable: `probe` found none, `run` refused and ran nothing
+  4    the policy could not be built or enforced, a path cannot be resolved, or `run`
+       was started in the home directory (or above it) without --project; nothing ran
+  5    `run --explain-denials`: refused writes cannot be read here; nothing ran
+  126  the command could not be executed
+  127  the command was not found";
+
+#[derive(Parser)]
+#[command(name = "strument-sandbox", version, about = "Confine what a command may write, with Linux Landlock", after_help = AFTER_HELP)]
+struct Cli {
+    #[command(subcommand)]
+    command: Cmd,
+}
+
+#[derive(Subcommand)]
+enum Cmd {
+    /// Report which Landlock ABI the running kernel offers (exit 0 only when supported).
+    #[command(
+        after_help = "Exit status: 0 when Landlock is supported, 3 when it is not.\n\n\
+        Example:\n  strument-sandbox probe --json"
+    )]
+    Probe {
+        /// Print one JSON object instead of text.
+        #[arg(long)]
+        json: bool,
+    },
+    /// List the writable roots for a project: granted, or skipped and why.
+    #[command(
+        after_help = "A root that does not exist grants nothing, and creating it later does not \
+        change that:\nthe list is decided when the sandbox is applied.\n\n\
+        Example:\n  strument-sandbox policy --project ~/src/app --allow /srv/out --json"
+    )]
+    Policy {
+        #[command(flatten)]
+        roots: Roots,
+        /// Print one JSON object instead of text.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Say whether a write to each path would land, by which root, or what to --allow.
+    #[command(
+        after_help = "Each path is resolved as the kernel resolves it at the moment of a write \
+        (symlinks followed,\n`..` taken, the nearest existing directory for a path that does not \
+        exist yet) and compared\nwith the roots the policy grants, by device and inode. A file root \
+        grants that very file only.\n\n\
+        Exit status: 0 when every path is writable, 1 when some path is not, 4 when the policy\n\
+        cannot be built or a path cannot be resolved (symlink loop, not a directory, …).\n\n\
+        Examples:\n  strument-sandbox explain --project ~/src/app ~/src/app/target ~/.bashrc\n  \
+        strument-sandbox explain --allow /srv/out --json /srv/out/site/index.html"
+    )]
+    Explain {
+        #[command(flatten)]
+        roots: Roots,
+        /// Print one JSON object instead of text.
+        #[arg(long)]
+        json: bool,
+        /// The paths a write would go to.
+        #[arg(required = true, value_name = "PATH")]
+        paths: Vec<PathBuf>,
+    },
+    /// Run a command with writes confined to the policy; report files it changed that run later.
+    #[command(
+        after_help = "The command inherits the confinement, as does everything it starts.\n\
+        If Landlock is unavailable nothing runs and the exit status is 3. Otherwise the exit\n\
+        status is the command's, or 128+N when signal N killed it.\n\
+        Without --project the current directory is the project, except the home directory,\n\
+        / or an ancestor of home: there nothing runs and the exit status is 4 (name it with\n\
+        --project to run anyway, with a warning that home is writable).\n\n\
+        Files that run later, outside the sandbox, stay writable in the project: git hooks,\n\
+        .git/config, .git/info/*, a worktree's or submodule's git directory, .envrc,\n\
+        .vscode/tasks.json and settings.json. After the command, each one it created,\n\
+        modified, deleted, made executable or replaced by a symlink is reported on standard\n\
+        error, one line each:\n\
+        \x20 .git/hooks/pre-commit was created: git runs it outside the sandbox at your next commit\n\
+        Nothing is restored (the change may be what you asked for): read the file before\n\
+        running git or opening the project. Nothing is printed when none changed. With --json,\n\
+        the last line of standard error is one JSON object instead, always printed:\n\
+        {\"exit\": 0, \"signal\": null, \"changes\": [{\"path\", \"name\", \"kind\", \"target\",\n\
+        \"why\", \"line\"}]} (kind: created, modified, deleted, made-executable,\n\
+        replaced-by-symlink, replaced).\n\n\
+        `run` waits for the command: SIGINT, SIGTERM, SIGHUP and SIGQUIT sent to it are passed\n\
+        on (the terminal's Ctrl-C reaches the command directly, once), Ctrl-Z stops both, and\n\
+        `fg` resumes both.\n\n\
+        --explain-denials also lists, once the command exits, each access the kernel\n\
+        refused it with the root that would grant it.\n\
+        It reads Landlock's audit records (ABI 7, Linux 6.15), which needs root\n\
+        (CAP_AUDIT_READ) and kernel auditing on (`auditctl -e 1` or audit=1); otherwise\n\
+        nothing runs and the exit status is 5. Without root, ask in advance with `explain`.\n\n\
+        Examples:\n  strument-sandbox run -- cargo build\n  \
+        strument-sandbox run --json -- npm install 2> run.err; tail -n 1 run.err\n  \
+        strument-sandbox run --project ~/src/app --state ~/.local/state/strument -- sh -c 'make && make test'\n  \
+        sudo strument-sandbox run --explain-denials -- make install"
+    )]
+    Run {
+        #[command(flatten)]
+        roots: Roots,
+        /// Print the policy report on standard error before running.
+        #[arg(short, long)]
+        verbose: bool,
+        /// Do not create missing toolchain caches (`~/.cache`, `$CARGO_HOME/registry`, …)
+        /// before confining; missing ones then stay unwritable for the whole run.
+        #[arg(long)]
+        no_create_caches: bool,
+        /// After the command exits, list each access the kernel refused it and the root that
+        /// would grant it (needs root and kernel auditing; see below).
+        #[arg(long)]
+        explain_denials: bool,
+        /// After the command, print one JSON object on standard error: its exit status and
+        /// the files that run later it changed.
+        #[arg(long)]
+        json: bool,
+        /// The command and its arguments, after `--`.
+        #[arg(last = true, required = true, value_name = "CMD")]
+        command: Vec<OsString>,
+    },
+}
+
+#[derive(Args)]
+pub(crate) struct Roots {
+    /// The project root [default: the current directory].
+    #[arg(long, value_name = "DIR")]
+    project: Option<PathBuf>,
+    /// The session's state directory.
+    #[arg(long, value_name = "DIR")]
+    state: Option<PathBuf>,
+    /// Another writable root (repeatable).
+    #[arg(long = "allow", value_name = "PATH")]
+    allow: Vec<PathBuf>,
+    /// A unix socket (or a directory of them) the command may connect to, besides the
+    /// project's, the state directory's, $SSH_AUTH_SOCK and gpg-agent's (repeatable;
+    /// enforced from Linux 7.1, Landlock ABI 9).
+    #[arg(long = "allow-socket", value_name = "PATH")]
+    allow_socket: Vec<PathBuf>,
+}
+
+/// A failure of the tool itself, with the exit status it maps to.
+pub(crate) struct Failure {
+    status: u8,
+    message: String,
+}
+
+impl Failure {
+    pub(crate) fn new(status: u8, message: impl std::fmt::Display) -> Self {
+        Failure {
+            status,
+            message: message.to_string(),
+        }
+    }
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Cmd::Probe { json } => probe::cmd_probe(json),
+        Cmd::Policy { roots, json } => policy::cmd_policy(&roots, json),
+        Cmd::Explain { roots, json, paths } => explain::cmd_explain(&roots, json, &paths),
+        Cmd::Run {
+            roots,
+            verbose,
+            no_create_caches,
+            explain_denials,
+            json,
+            command,
+        } => run::cmd_run(
+            &roots,
+            &run::RunOptions {
+                verbose,
+                create_caches: !no_create_caches,
+                explain_denials,
+                json,
+            },
+            &command,
+        ),
+    };
+    match result {
+        Ok(code) => ExitCode::from(code),
+        Err(failure) => {
+            eprintln!("strument-sandbox: {}", failure.message);
+            ExitCode::from(failure.status)
+        }
+    }
+}
+
+/// The default writable set for the flags, with relative paths taken
+/// against the current directory (the library itself accepts only absolute ones).
+pub(crate) fn build_policy(roots: &Roots) -> Result<Policy, Failure> {
+    let bad = |e: &dyn std::fmt::Display| Failure::new(status::POLICY, e);
+    let absolute =
+        |p: &Path| std::path::absolute(p).map_err(|e| bad(&format!("{}: {e}", p.display())));
+    let project = match &roots.project {
+        Some(p) => absolute(p)?,
+        None => std::env::current_dir().map_err(|e| bad(&format!("current directory: {e}")))?,
+    };
+    let state = roots.state.as_deref().map(absolute).transpose()?;
+    let extra = roots
+        .allow
+        .iter()
+        .map(|p| absolute(p))
+        .collect::<Result<Vec<_>, _>>()?;
+    let writable = default_writable(&project, state.as_deref(), &extra).map_err(|e| bad(&e))?;
+    let mut sockets = default_sockets(&project, state.as_deref());
+    for path in &roots.allow_socket {
+        sockets.push(Socket::new(absolute(path)?, SocketReason::Caller));
+    }
+    Ok(Policy { writable, sockets })
+}

@@ -1,0 +1,99 @@
+//! What several subcommands print: standard output that ends quietly on a
+//! closed pipe, the report a line a fact, and the services still reachable.
+
+use std::io;
+use std::path::PathBuf;
+
+use strument_sandbox::{Availability, Feature, Report, Service, reachable_services};
+
+/// `println!` that ends the program quietly when standard output is closed
+/// (`strument-sandbox policy | head`), as a shell tool should, instead of
+/// panicking.
+macro_rules! say {
+    ($($arg:tt)*) => {
+        $crate::output::say(format_args!($($arg)*))
+    };
+}
+
+pub(crate) fn say(args: std::fmt::Arguments<'_>) {
+    use std::io::Write;
+    let mut out = io::stdout().lock();
+    if let Err(e) = out.write_fmt(args).and_then(|()| out.write_all(b"\n")) {
+        if e.kind() != io::ErrorKind::BrokenPipe {
+            eprintln!("strument-sandbox: standard output: {e}");
+        }
+        // 128 + SIGPIPE, what the shell reports for a tool killed by it.
+        std::process::exit(141);
+    }
+}
+
+/// The report as `policy` prints it, one fact a line: the root, where it
+/// came from, and what it resolved to when that differs.
+pub(crate) fn report_lines(report: &Report) -> Vec<String> {
+    let resolved = |r: &Option<PathBuf>| {
+        r.as_ref()
+            .map(|r| format!(" -> {}", r.display()))
+            .unwrap_or_default()
+    };
+    let granted = report.granted.iter().map(|g| {
+        format!(
+            "granted  {:<9}  {}{}  [{}]",
+            g.kind.name(),
+            g.path.display(),
+            resolved(&g.resolved),
+            g.origin
+        )
+    });
+    let skipped = report.skipped.iter().map(|s| {
+        format!(
+            "skipped  {:<9}  {}  [{}]  ({})",
+            s.reason.name(),
+            s.path.display(),
+            s.origin,
+            s.reason
+        )
+    });
+    let sockets = report.sockets.iter().map(|s| {
+        format!(
+            "socket   {:<9}  {}  ({})",
+            s.kind.name(),
+            s.path.display(),
+            s.reason
+        )
+    });
+    let skipped_sockets = report.skipped_sockets.iter().map(|s| {
+        format!(
+            "socket   skipped    {}  ({}: {})",
+            s.path.display(),
+            s.reason,
+            s.skip
+        )
+    });
+    let warnings = report.warnings.iter().map(|w| format!("warning: {w}"));
+    let limitations = report
+        .limitations
+        .iter()
+        .map(|l| format!("limitation: {l}"));
+    granted
+        .chain(skipped)
+        .chain(sockets)
+        .chain(skipped_sockets)
+        .chain(warnings)
+        .chain(limitations)
+        .chain(service_lines(&report.reachable_services))
+        .collect()
+}
+
+/// The services a confined command can still reach, when the kernel
+/// cannot close the route (Landlock ABI < 9); nothing otherwise.
+pub(crate) fn services_if_open(a: &Availability) -> Vec<Service> {
+    if a.supported() && !a.has(Feature::ResolveUnix) {
+        reachable_services()
+    } else {
+        Vec::new()
+    }
+}
+
+pub(crate) fn service_lines(services: &[Service]) -> impl Iterator<Item = String> + '_ {
+    services.iter().map(|s| format!("reachable: {s}"))
+}

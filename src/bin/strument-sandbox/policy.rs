@@ -1,0 +1,29 @@
+//! `policy`: the writable roots for a project, granted or skipped and why.
+
+use serde_json::json;
+use strument_sandbox::probe;
+
+use crate::output::report_lines;
+use crate::{Failure, Roots, build_policy, status};
+
+pub(crate) fn cmd_policy(roots: &Roots, json: bool) -> Result<u8, Failure> {
+    let policy = build_policy(roots)?;
+    let report = policy
+        .check()
+        .map_err(|e| Failure::new(status::POLICY, e))?;
+    let a = probe();
+    if json {
+        let mut v = json!(report);
+        v["landlock"] = json!(a);
+        say!("{v}");
+    } else {
+        match &a.error {
+            None => say!("landlock: ABI {}", a.abi),
+            Some(why) => say!("landlock: unavailable ({why}): `run` would refuse"),
+        }
+        for line in report_lines(&report) {
+            say!("{line}");
+        }
+    }
+    Ok(0)
+}
