@@ -172,7 +172,7 @@ impl std::fmt::Display for Advice {
     }
 }
 
-/// What [`Prepared::status_with_denials`] observed.
+/// What [`Prepared::status_with_denials`](crate::Prepared::status_with_denials) observed.
 #[derive(Debug)]
 #[non_exhaustive]
 pub struct Audited {

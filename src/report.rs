@@ -12,6 +12,8 @@ use crate::probe::Limitation;
 use crate::root::{Covers, Origin};
 use crate::services::Service;
 use crate::sockets::{GrantedSocket, SkippedSocket};
+#[cfg(doc)]
+use crate::{Policy, Prepared};
 
 /// What a root was found to be when it was opened.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -228,7 +228,7 @@ impl Covers {
     /// # Examples
     ///
     /// ```
-    /// assert_eq!(strument_sandbox::Covers::AboveHome.kind(), "above-home");
+    /// assert_eq!(strument_sandbox::Covers::AboveHome.name(), "above-home");
     /// ```
     #[must_use]
     pub fn name(&self) -> &'static str {
