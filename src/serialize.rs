@@ -8,7 +8,7 @@
 
 use std::path::Path;
 
-use serde::ser::{Serialize, SerializeStruct, Serializer};
+use serde::ser::{Serialize, SerializeStruct as _, Serializer};
 
 use crate::abi::Feature;
 use crate::denials::{Advice, Denial};
@@ -73,152 +73,127 @@ macro_rules! by_display {
 
 by_display!(Warning, Advice);
 
-impl Serialize for Origin {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let pointer = match self {
+/// Types that serialize as an object: each field a key and an expression
+/// of `$this`, the value.
+macro_rules! object {
+    ($($ty:ty => |$this:ident| { $($key:literal: $value:expr),* $(,)? })*) => {$(
+        impl Serialize for $ty {
+            fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                let $this = self;
+                let mut o = s.serialize_struct(stringify!($ty), [$($key),*].len())?;
+                $(o.serialize_field($key, &$value)?;)*
+                o.end()
+            }
+        }
+    )*};
+}
+
+object! {
+    Origin => |o| {
+        "kind": o.name(),
+        "variable": o.variable().map(|v| v.name),
+        "value": lossy_opt(o.variable().map(|v| v.value.as_path())),
+        "pointer": match o {
             Origin::Git { pointer } => Some(lossy(pointer)),
             _ => None,
-        };
-        let mut o = s.serialize_struct("Origin", 5)?;
-        o.serialize_field("kind", self.name())?;
-        o.serialize_field("variable", &self.variable().map(|v| v.name))?;
-        o.serialize_field(
-            "value",
-            &lossy_opt(self.variable().map(|v| v.value.as_path())),
-        )?;
-        o.serialize_field("pointer", &pointer)?;
-        o.serialize_field("explicit", &self.is_explicit())?;
-        o.end()
+        },
+        "explicit": o.is_explicit(),
     }
-}
-
-impl Serialize for Root {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let mut o = s.serialize_struct("Root", 2)?;
-        o.serialize_field("path", &lossy(&self.path))?;
-        o.serialize_field("origin", &self.origin)?;
-        o.end()
+    Root => |r| {
+        "path": lossy(&r.path),
+        "origin": r.origin,
     }
-}
-
-impl Serialize for Granted {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let mut o = s.serialize_struct("Granted", 4)?;
-        o.serialize_field("path", &lossy(&self.path))?;
-        o.serialize_field("kind", &self.kind)?;
-        o.serialize_field("origin", &self.origin)?;
-        o.serialize_field("resolved", &lossy_opt(self.resolved.as_deref()))?;
-        o.end()
+    Socket => |k| {
+        "path": lossy(&k.path),
+        "reason": k.reason,
     }
-}
-
-impl Serialize for Skipped {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let mut o = s.serialize_struct("Skipped", 4)?;
-        o.serialize_field("path", &lossy(&self.path))?;
-        o.serialize_field("reason", &self.reason)?;
-        o.serialize_field("detail", &self.reason.to_string())?;
-        o.serialize_field("origin", &self.origin)?;
-        o.end()
+    Granted => |g| {
+        "path": lossy(&g.path),
+        "kind": g.kind,
+        "origin": g.origin,
+        "resolved": lossy_opt(g.resolved.as_deref()),
     }
-}
-
-impl Serialize for Socket {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let mut o = s.serialize_struct("Socket", 2)?;
-        o.serialize_field("path", &lossy(&self.path))?;
-        o.serialize_field("reason", &self.reason)?;
-        o.end()
+    Skipped => |k| {
+        "path": lossy(&k.path),
+        "reason": k.reason,
+        "detail": k.reason.to_string(),
+        "origin": k.origin,
     }
-}
-
-impl Serialize for GrantedSocket {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let mut o = s.serialize_struct("GrantedSocket", 4)?;
-        o.serialize_field("path", &lossy(&self.path))?;
-        o.serialize_field("kind", &self.kind)?;
-        o.serialize_field("reason", &self.reason)?;
-        o.serialize_field("detail", &self.reason.to_string())?;
-        o.end()
+    GrantedSocket => |g| {
+        "path": lossy(&g.path),
+        "kind": g.kind,
+        "reason": g.reason,
+        "detail": g.reason.to_string(),
     }
-}
-
-impl Serialize for SkippedSocket {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let mut o = s.serialize_struct("SkippedSocket", 4)?;
-        o.serialize_field("path", &lossy(&self.path))?;
-        o.serialize_field("reason", &self.reason)?;
-        o.serialize_field("skip", &self.skip)?;
-        o.serialize_field("detail", &self.skip.to_string())?;
-        o.end()
+    SkippedSocket => |k| {
+        "path": lossy(&k.path),
+        "reason": k.reason,
+        "skip": k.skip,
+        "detail": k.skip.to_string(),
     }
-}
-
-impl Serialize for Service {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let mut o = s.serialize_struct("Service", 5)?;
-        o.serialize_field("kind", &self.kind)?;
-        o.serialize_field("path", &lossy(&self.path))?;
-        o.serialize_field("allows", self.kind.allows())?;
-        o.serialize_field("closed_by_linux", Feature::ResolveUnix.since_linux())?;
-        o.serialize_field("closed_by_abi", &Feature::ResolveUnix.since_abi())?;
-        o.end()
+    Service => |v| {
+        "kind": v.kind,
+        "path": lossy(&v.path),
+        "allows": v.kind.allows(),
+        "closed_by_linux": Feature::ResolveUnix.since_linux(),
+        "closed_by_abi": Feature::ResolveUnix.since_abi(),
     }
-}
-
-impl Serialize for Report {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let mut o = s.serialize_struct("Report", 9)?;
-        o.serialize_field("abi", &self.abi)?;
-        o.serialize_field("granted", &self.granted)?;
-        o.serialize_field("skipped", &self.skipped)?;
-        o.serialize_field("warnings", &self.warnings)?;
-        o.serialize_field("limitations", &self.limitations)?;
-        o.serialize_field("all_threads", &self.all_threads)?;
-        o.serialize_field("sockets", &self.sockets)?;
-        o.serialize_field("skipped_sockets", &self.skipped_sockets)?;
-        o.serialize_field("reachable_services", &self.reachable_services)?;
-        o.end()
+    Report => |r| {
+        "abi": r.abi,
+        "granted": r.granted,
+        "skipped": r.skipped,
+        "warnings": r.warnings,
+        "limitations": r.limitations,
+        "all_threads": r.all_threads,
+        "sockets": r.sockets,
+        "skipped_sockets": r.skipped_sockets,
+        "reachable_services": r.reachable_services,
     }
-}
-
-/// The error, flattened beside [`Availability`]'s own fields.
-impl Serialize for ProbeError {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let mut o = s.serialize_struct("ProbeError", 4)?;
-        o.serialize_field("reason", self.name())?;
-        o.serialize_field("errno", &self.errno())?;
-        o.serialize_field("message", &self.to_string())?;
-        o.serialize_field("hint", self.hint())?;
-        o.end()
+    // The same fields as Availability's, which flattens it.
+    ProbeError => |e| {
+        "reason": e.name(),
+        "errno": e.errno(),
+        "message": e.to_string(),
+        "hint": e.hint(),
     }
-}
-
-impl Serialize for Availability {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let error = self.error.as_ref();
-        let mut o = s.serialize_struct("Availability", 8)?;
-        o.serialize_field("supported", &self.supported())?;
-        o.serialize_field("abi", &self.abi)?;
-        o.serialize_field("reason", &error.map(ProbeError::name))?;
-        o.serialize_field("errno", &error.and_then(ProbeError::errno))?;
-        o.serialize_field("message", &error.map(ToString::to_string))?;
-        o.serialize_field("hint", &error.map(ProbeError::hint))?;
-        o.serialize_field("all_threads", &self.all_threads())?;
-        o.serialize_field("limitations", &self.limitations())?;
-        o.end()
+    Availability => |a| {
+        "supported": a.supported(),
+        "abi": a.abi,
+        "reason": a.error.as_ref().map(ProbeError::name),
+        "errno": a.error.as_ref().and_then(ProbeError::errno),
+        "message": a.error.as_ref().map(ToString::to_string),
+        "hint": a.error.as_ref().map(ProbeError::hint),
+        "all_threads": a.all_threads(),
+        "limitations": a.limitations(),
     }
-}
-
-impl Serialize for Verdict {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let (granted_by, allow, skipped) = verdict_fields(self);
-        let mut o = s.serialize_struct("Verdict", 4)?;
-        o.serialize_field("writable", &granted_by.is_some())?;
-        o.serialize_field("granted_by", &granted_by)?;
-        o.serialize_field("allow", &allow)?;
-        o.serialize_field("skipped", skipped)?;
-        o.end()
+    Verdict => |v| {
+        "writable": matches!(v, Verdict::Granted(_)),
+        "granted_by": verdict_fields(v).0,
+        "allow": verdict_fields(v).1,
+        "skipped": verdict_fields(v).2,
+    }
+    Explanation => |e| {
+        "path": lossy(&e.path),
+        "writable": e.is_granted(),
+        "checked": lossy(&e.checked),
+        "exists": e.exists,
+        "granted_by": verdict_fields(&e.verdict).0,
+        "allow": verdict_fields(&e.verdict).1,
+        "skipped": verdict_fields(&e.verdict).2,
+    }
+    Change => |c| {
+        "path": lossy(&c.path),
+        "name": lossy(&c.name),
+        "kind": c.kind,
+        "target": lossy_opt(c.target.as_deref()),
+        "why": c.why,
+        "line": c.to_string(),
+    }
+    Denial => |d| {
+        "blockers": d.blockers,
+        "what": d.what(),
+        "path": lossy_opt(d.path.as_deref()),
+        "record": d.record,
     }
 }
 
@@ -227,45 +202,6 @@ fn verdict_fields(v: &Verdict) -> (Option<&Granted>, Option<Lossy<'_>>, &[Skippe
     match v {
         Verdict::Granted(root) => (Some(root), None, &[]),
         Verdict::Denied { allow, skipped } => (None, Some(lossy(allow)), skipped),
-    }
-}
-
-impl Serialize for Explanation {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let (granted_by, allow, skipped) = verdict_fields(&self.verdict);
-        let mut o = s.serialize_struct("Explanation", 7)?;
-        o.serialize_field("path", &lossy(&self.path))?;
-        o.serialize_field("writable", &self.is_granted())?;
-        o.serialize_field("checked", &lossy(&self.checked))?;
-        o.serialize_field("exists", &self.exists)?;
-        o.serialize_field("granted_by", &granted_by)?;
-        o.serialize_field("allow", &allow)?;
-        o.serialize_field("skipped", skipped)?;
-        o.end()
-    }
-}
-
-impl Serialize for Change {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let mut o = s.serialize_struct("Change", 6)?;
-        o.serialize_field("path", &lossy(&self.path))?;
-        o.serialize_field("name", &lossy(&self.name))?;
-        o.serialize_field("kind", &self.kind)?;
-        o.serialize_field("target", &lossy_opt(self.target.as_deref()))?;
-        o.serialize_field("why", &self.why)?;
-        o.serialize_field("line", &self.to_string())?;
-        o.end()
-    }
-}
-
-impl Serialize for Denial {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let mut o = s.serialize_struct("Denial", 4)?;
-        o.serialize_field("blockers", &self.blockers)?;
-        o.serialize_field("what", &self.what())?;
-        o.serialize_field("path", &lossy_opt(self.path.as_deref()))?;
-        o.serialize_field("record", &self.record)?;
-        o.end()
     }
 }
 

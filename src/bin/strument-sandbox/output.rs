@@ -2,7 +2,7 @@
 //! closed pipe, the report a line a fact, and the services still reachable.
 
 use std::io;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use strument_sandbox::{Availability, Feature, Report, Service, reachable_services};
 
@@ -36,38 +36,20 @@ pub(crate) fn report_lines(report: &Report) -> Vec<String> {
             .unwrap_or_default()
     };
     let granted = report.granted.iter().map(|g| {
-        format!(
-            "granted  {:<9}  {}{}  [{}]",
-            g.kind.name(),
-            g.path.display(),
-            resolved(&g.resolved),
-            g.origin
-        )
+        let rest = format!("{}  [{}]", resolved(&g.resolved), g.origin);
+        row("granted", g.kind.name(), &g.path, &rest)
     });
     let skipped = report.skipped.iter().map(|s| {
-        format!(
-            "skipped  {:<9}  {}  [{}]  ({})",
-            s.reason.name(),
-            s.path.display(),
-            s.origin,
-            s.reason
-        )
+        let rest = format!("  [{}]  ({})", s.origin, s.reason);
+        row("skipped", s.reason.name(), &s.path, &rest)
     });
     let sockets = report.sockets.iter().map(|s| {
-        format!(
-            "socket   {:<9}  {}  ({})",
-            s.kind.name(),
-            s.path.display(),
-            s.reason
-        )
+        let rest = format!("  ({})", s.reason);
+        row("socket", s.kind.name(), &s.path, &rest)
     });
     let skipped_sockets = report.skipped_sockets.iter().map(|s| {
-        format!(
-            "socket   skipped    {}  ({}: {})",
-            s.path.display(),
-            s.reason,
-            s.skip
-        )
+        let rest = format!("  ({}: {})", s.reason, s.skip);
+        row("socket", "skipped", &s.path, &rest)
     });
     let warnings = report.warnings.iter().map(|w| format!("warning: {w}"));
     let limitations = report
@@ -82,6 +64,11 @@ pub(crate) fn report_lines(report: &Report) -> Vec<String> {
         .chain(limitations)
         .chain(service_lines(&report.reachable_services))
         .collect()
+}
+
+/// One line of the report: what, the stable name, the path, and the rest.
+fn row(tag: &str, name: &str, path: &Path, rest: &str) -> String {
+    format!("{tag:<7}  {name:<9}  {}{rest}", path.display())
 }
 
 /// The services a confined command can still reach, when the kernel
