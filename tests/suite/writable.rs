@@ -3,7 +3,7 @@
 use std::ffi::OsStr;
 use std::fs;
 use std::os::unix::ffi::OsStrExt;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use strument_sandbox::{Policy, PolicyError, Root, default_writable};
 
@@ -137,7 +137,15 @@ fn a_dangling_gitdir_is_listed_and_then_skipped() {
         format!("gitdir: {}\n", gone.display()),
     )
     .expect(".git file");
-    let roots = default_writable(&h.project, None, &[]).expect("a missing target is not malformed");
+    assert_listed_then_skipped(&h.project, &gone);
+}
+
+/// `project`'s default set lists `missing`, a git directory that does not
+/// exist, and checking it skips that root rather than failing.
+#[track_caller]
+fn assert_listed_then_skipped(project: &Path, missing: &Path) {
+    let roots = default_writable(project, None, &[]).expect("a missing target is not malformed");
+    assert!(paths(&roots).contains(&missing.to_path_buf()), "{roots:?}");
     let report = Policy {
         writable: roots,
         ..Policy::default()
@@ -145,7 +153,7 @@ fn a_dangling_gitdir_is_listed_and_then_skipped() {
     .check()
     .expect("check");
     assert!(
-        report.skipped.iter().any(|s| s.path == gone),
+        report.skipped.iter().any(|s| s.path == missing),
         "{:?}",
         report.skipped
     );
@@ -265,18 +273,5 @@ fn commondir_files_get_the_same_scrutiny_as_git_files() {
     }
     // A relative gitdir that does not exist is listed and then skipped.
     fs::write(h.project.join(".git"), "gitdir: ../no-such-repo/.git\n").expect(".git");
-    let roots = default_writable(&h.project, None, &[]).expect("a missing target is not malformed");
-    let missing = h.project.join("../no-such-repo/.git");
-    assert!(paths(&roots).contains(&missing), "{roots:?}");
-    let report = Policy {
-        writable: roots,
-        ..Policy::default()
-    }
-    .check()
-    .expect("check");
-    assert!(
-        report.skipped.iter().any(|s| s.path == missing),
-        "{:?}",
-        report.skipped
-    );
+    assert_listed_then_skipped(&h.project, &h.project.join("../no-such-repo/.git"));
 }
