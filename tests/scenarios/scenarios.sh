@@ -4,12 +4,18 @@
 # each guest (tests/vm/run-vm.sh) and the NixOS VM tests (nixos-tests/).
 #
 # Usage: scenarios.sh enabled|disabled
+#        scenarios.sh list enabled|disabled
 #
 #   enabled   the kernel has Landlock: real `go test` and `cargo build` pass
 #             under the sandbox and their cache writes land; `rm -rf ~` and
 #             writes outside the roots fail while writes inside succeed.
 #   disabled  the kernel has no Landlock: `probe` says why, `run` refuses and
 #             the command never runs, `policy` still reports.
+#   list MODE prints the names of MODE's scenarios, one a line, in the order
+#             the run goes (the arrays below, which the run itself iterates:
+#             scenario NAME is the function scenario_NAME, - as _). Every
+#             tier takes the names from here (tests/suite/support.rs,
+#             nix/scenario-test.nix).
 #
 # Environment:
 #   SANDBOX               the strument-sandbox binary (default: on PATH)
@@ -42,6 +48,10 @@
 # failure. The last line is always `N passed, M failed`. Exit status 0 only
 # when every scenario passed.
 #
+# The fake homes' sentinels are tests/scenarios/sentinels.tsv, the same table
+# the Rust tests' FakeHome plants; the shell pieces every tier shares
+# (sentinels, the temp-root check, toolchain lookup) are tests/scenarios/lib.sh.
+#
 # Every command runs with a scrubbed environment (env -i): HOME is the fake
 # home and no XDG_*, GO*, CARGO_* or RUSTUP_* variable leaks in from the
 # caller, so the toolchains write where a fresh user's would.
@@ -51,20 +61,36 @@
 
 set -uo pipefail
 
-passed=0
-failed=0
-
-summary() { printf '%d passed, %d failed\n' "$passed" "$failed"; }
-
-ok() {
-  passed=$((passed + 1))
-  printf 'ok %s: %s\n' "$1" "$2"
+# The registry: every scenario of each mode, in the order the run goes.
+enabled_scenarios=(probe-supported go-test cargo-build rm-rf-home write-outside-denied)
+disabled_scenarios=(probe-refuses run-refuses policy-reports)
+# scenarios_of MODE: the names of MODE's scenarios, one a line.
+scenarios_of() {
+  case $1 in
+    enabled) printf '%s\n' "${enabled_scenarios[@]}" ;;
+    disabled) printf '%s\n' "${disabled_scenarios[@]}" ;;
+  esac
 }
+
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd -P)
+# shellcheck source=tests/scenarios/lib.sh
+. "$here/lib.sh"
+
+usage() {
+  echo "usage: $0 enabled|disabled" >&2
+  echo "       $0 list enabled|disabled" >&2
+  exit 2
+}
+
+if [ "${1:-}" = list ]; then
+  scenario_mode "${2:-}" || usage
+  scenarios_of "$2"
+  exit 0
+fi
 
 # fail NAME DETAIL [LOG]: report, show the captured output, stop the run.
 fail() {
-  failed=$((failed + 1))
-  printf 'FAIL %s: %s\n' "$1" "$2"
+  not_ok "$1" "$2"
   if [ -n "${3:-}" ] && [ -s "$3" ]; then
     sed 's/^/    | /' "$3"
   fi
@@ -73,25 +99,12 @@ fail() {
 }
 
 mode=${1:-}
-case $mode in
-  enabled | disabled) ;;
-  *)
-    echo "usage: $0 enabled|disabled" >&2
-    exit 2
-    ;;
-esac
-
-here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd -P)
+scenario_mode "$mode" || usage
 fixtures=${SCENARIO_FIXTURES:-$here/../fixtures}
 
 # --- preconditions -----------------------------------------------------------
 
-sandbox=${SANDBOX:-strument-sandbox}
-case $sandbox in
-  */*) [ -x "$sandbox" ] && sandbox=$(cd "$(dirname "$sandbox")" && pwd -P)/$(basename "$sandbox") ;;
-  *) sandbox=$(command -v "$sandbox") || sandbox=strument-sandbox ;;
-esac
-[ -x "$sandbox" ] ||
+sandbox=$(resolve_sandbox) ||
   fail setup "SANDBOX=${SANDBOX:-strument-sandbox} is not an executable (build it: cargo build --features cli)"
 
 [ -n "${SCENARIO_ROOT:-}" ] || fail setup "SCENARIO_ROOT is not set (a directory outside every temp dir)"
@@ -104,16 +117,10 @@ root=$(cd "$SCENARIO_ROOT" && pwd -P)
 
 # The sandbox grants the temp dirs whole. A fake home under one of them would
 # be writable through that grant, and the home scenarios would prove nothing.
-for granted in /tmp /var/tmp /dev/shm ${TMPDIR:+"$TMPDIR"}; do
-  for form in "$granted" "$(cd "$granted" 2>/dev/null && pwd -P)"; do
-    if [ -z "$form" ] || [ "$form" = / ]; then continue; fi
-    case $root/ in
-      "${form%/}"/*)
-        fail setup "SCENARIO_ROOT=$SCENARIO_ROOT resolves to $root, under $granted, which the sandbox grants: a fake home there would be writable and prove nothing; use a directory outside every temp dir (e.g. under the build's target/, unless TMPDIR covers it)"
-        ;;
-    esac
-  done
-done
+granted=$(granted_temp_root "$sandbox" "$root") ||
+  fail setup "$sandbox policy --project / did not say which temp roots it grants"
+[ -z "$granted" ] ||
+  fail setup "SCENARIO_ROOT=$SCENARIO_ROOT resolves to $root, under $granted, which the sandbox grants: a fake home there would be writable and prove nothing; use a directory outside every temp dir (e.g. under the build's target/, unless TMPDIR covers it)"
 
 if [ ! -d "$fixtures/go-hello" ] || [ ! -d "$fixtures/cargo-hello" ]; then
   fail setup "fixtures not found in $fixtures (set SCENARIO_FIXTURES)"
@@ -123,19 +130,11 @@ fi
 # HOME is the fake home, where rustup's proxies would find no toolchain.
 path_dirs=()
 if [ "$mode" = enabled ]; then
-  go_bin=$(command -v go) ||
-    fail setup "go not found on PATH: install it (Debian: apt-get install golang-go)"
-  cargo_bin=$(command -v cargo) ||
-    fail setup "cargo not found on PATH: install a Rust toolchain (rustup, or Debian: apt-get install cargo)"
-  rustc_bin=$(command -v rustc) ||
-    fail setup "rustc not found on PATH: install a Rust toolchain (rustup, or Debian: apt-get install rustc)"
-  # rustup's proxies pick a toolchain from RUSTUP_HOME (default ~/.rustup,
-  # which the fake home lacks): use the binaries of the toolchain itself.
-  sysroot=$(rustc --print sysroot 2>/dev/null) || sysroot=
-  if [ -n "$sysroot" ] && [ -x "$sysroot/bin/rustc" ] && [ -x "$sysroot/bin/cargo" ]; then
-    rustc_bin=$sysroot/bin/rustc
-    cargo_bin=$sysroot/bin/cargo
-  fi
+  for tool in go:golang-go cargo:cargo rustc:rustc; do
+    missing=$(missing_tool "${tool%%:*}" "${tool#*:}") && fail setup "$missing"
+  done
+  go_bin=$(command -v go)
+  { read -r rustc_bin && read -r cargo_bin; } < <(rust_toolchain)
   path_dirs+=("$(dirname "$rustc_bin")" "$(dirname "$cargo_bin")" "$(dirname "$go_bin")")
 fi
 clean_path=$PATH
@@ -169,39 +168,15 @@ new_home() {
   project=$home/project
   state=$home/.local/state/strument
   log=$dir/output.log
-  mkdir -p "$project" "$state" "$home/Documents" "$home/.cargo/bin" \
+  mkdir -p "$project" "$state" "$home/.cargo/bin" \
     "$home/.cargo/registry" "$home/.cargo/git" "$home/.config/go" \
     "$home/.cache" "$home/go/pkg/mod" || fail "$1" "cannot create the fake home in $dir"
-  printf '# sentinel: ~/.bashrc\n' >"$home/.bashrc"
-  printf 'sentinel: my notes\n' >"$home/Documents/notes.txt"
-  printf '#!/bin/sh\necho sentinel tool\n' >"$home/.cargo/bin/tool"
-  chmod +x "$home/.cargo/bin/tool"
-  # `go` reads this file; a comment line leaves its settings alone.
-  printf '# sentinel: go env file\n' >"$home/.config/go/env"
+  plant_sentinels "$home" || fail "$1" "cannot write the sentinels (tests/scenarios/sentinels.tsv) in $home"
   : >"$log"
 }
 
-sentinels=(.bashrc Documents/notes.txt .cargo/bin/tool .config/go/env)
-sentinel_text() {
-  case $1 in
-    .bashrc) printf '# sentinel: ~/.bashrc\n' ;;
-    Documents/notes.txt) printf 'sentinel: my notes\n' ;;
-    .cargo/bin/tool) printf '#!/bin/sh\necho sentinel tool\n' ;;
-    .config/go/env) printf '# sentinel: go env file\n' ;;
-  esac
-}
-
 # sentinels_intact: empty output when every sentinel is still there, unchanged.
-sentinels_intact() {
-  local s
-  for s in "${sentinels[@]}"; do
-    if [ ! -f "$home/$s" ]; then
-      printf '~/%s is gone; ' "$s"
-    elif [ "$(cat "$home/$s")" != "$(sentinel_text "$s")" ]; then
-      printf '~/%s was modified; ' "$s"
-    fi
-  done
-}
+sentinels_intact() { broken_sentinels "$home"; }
 
 # host CMD...: run CMD with the scrubbed environment, unconfined, in $PWD.
 host() { env -i "${base_env[@]}" "HOME=$home" "$@"; }
@@ -258,10 +233,12 @@ scenario_go_test() {
   (cd "$project/go-hello" && sandboxed go test -count=1 ./...) || status=$?
   [ "$status" = 0 ] || fail go-test "go test exited $status under the sandbox" "$log"
   grep -q '^ok.*example.com/hello' "$log" || fail go-test "go test printed no passing package" "$log"
-  local cached
+  local cached broken
   cached=$(files_under "$home/.cache/go-build")
   [ "$cached" -gt "$seeded" ] ||
     fail go-test "go test passed but wrote nothing to ~/.cache/go-build$how" "$log"
+  broken=$(sentinels_intact)
+  [ -z "$broken" ] || fail go-test "go test changed files outside the roots: ${broken% }" "$log"
   ok go-test "go test passed, $((cached - seeded)) files written to ~/.cache/go-build$how ($((SECONDS - start)) s)"
 }
 
@@ -334,6 +311,9 @@ EOF
       detail="extracted to ~/.cargo/registry/src, target dir written"
     fi
   fi
+  local broken
+  broken=$(sentinels_intact)
+  [ -z "$broken" ] || fail cargo-build "cargo build changed files outside the roots: ${broken% }" "$log"
   ok cargo-build "cargo build passed ($how): $detail ($((SECONDS - start)) s)"
 }
 
@@ -355,13 +335,13 @@ scenario_rm_rf_home() {
   [ -z "$(ls -A "$project" 2>/dev/null)" ] ||
     fail rm-rf-home "the project (a granted root) was not emptied: $(find "$project" -mindepth 1 -maxdepth 1 -printf '%f ')" "$log"
   [ ! -e "$home/.cache/go-build/entry" ] || fail rm-rf-home "~/.cache/go-build/entry (a granted cache) survived" "$log"
-  ok rm-rf-home "rm exited $status; ${#sentinels[@]} sentinels outside the roots intact, project and ~/.cache emptied"
+  ok rm-rf-home "rm exited $status; $(sentinel_count) sentinels outside the roots intact, project and ~/.cache emptied"
 }
 
 scenario_write_outside_denied() {
   new_home write-outside-denied
   printf 'kept\n' >"$project/existing.txt"
-  ln -s "$home/Documents/notes.txt" "$project/notes-link"
+  ln -s "$home/Documents/thesis.txt" "$project/thesis-link"
   ln -s "$project/existing.txt" "$project/inside-link"
   local name=write-outside-denied status
 
@@ -374,12 +354,22 @@ scenario_write_outside_denied() {
   [ "$status" != 0 ] || fail $name "creating ~/new-file exited 0" "$log"
   [ ! -e "$home/new-file" ] || fail $name "~/new-file was created" "$log"
   status=0
-  sandboxed sh -c 'echo pwned >"$1"' sh "$project/notes-link" || status=$?
-  [ "$status" != 0 ] || fail $name "writing through project/notes-link (-> ~/Documents/notes.txt) exited 0" "$log"
+  sandboxed sh -c 'echo pwned >"$1"' sh "$project/thesis-link" || status=$?
+  [ "$status" != 0 ] || fail $name "writing through project/thesis-link (-> ~/Documents/thesis.txt) exited 0" "$log"
   status=0
-  sandboxed ln "$home/Documents/notes.txt" "$project/hard-link" || status=$?
-  [ "$status" != 0 ] || fail $name "hard-linking ~/Documents/notes.txt into the project exited 0" "$log"
-  [ ! -e "$project/hard-link" ] || fail $name "a hard link to ~/Documents/notes.txt appeared in the project" "$log"
+  sandboxed ln "$home/Documents/thesis.txt" "$project/hard-link" || status=$?
+  [ "$status" != 0 ] || fail $name "hard-linking ~/Documents/thesis.txt into the project exited 0" "$log"
+  [ ! -e "$project/hard-link" ] || fail $name "a hard link to ~/Documents/thesis.txt appeared in the project" "$log"
+  status=0
+  sandboxed mkdir "$home/newdir" || status=$?
+  [ "$status" != 0 ] || fail $name "mkdir ~/newdir exited 0" "$log"
+  [ ! -e "$home/newdir" ] || fail $name "~/newdir was created" "$log"
+  # Each of the five refusals reached the command as an error it printed
+  # (EACCES, or EXDEV for the hard link), not as some other failure.
+  local refusals
+  refusals=$(grep -c -e 'denied' -e 'Invalid cross-device link' "$log")
+  [ "$refusals" -ge 5 ] ||
+    fail $name "the five denied writes printed $refusals permission (or cross-device) errors, expected 5" "$log"
   local broken
   broken=$(sentinels_intact)
   [ -z "$broken" ] || fail $name "${broken% }" "$log"
@@ -388,6 +378,8 @@ scenario_write_outside_denied() {
   sandboxed sh -c 'echo created >"$1"' sh "$project/new-file" ||
     fail $name "creating project/new-file failed" "$log"
   [ "$(cat "$project/new-file" 2>/dev/null)" = created ] || fail $name "project/new-file does not hold what was written" "$log"
+  sandboxed mkdir "$project/newdir" || fail $name "mkdir project/newdir failed" "$log"
+  [ -d "$project/newdir" ] || fail $name "project/newdir was not created" "$log"
   sandboxed sh -c 'echo appended >>"$1"' sh "$project/existing.txt" ||
     fail $name "appending to project/existing.txt failed" "$log"
   sandboxed sh -c 'echo via-link >>"$1"' sh "$project/inside-link" ||
@@ -398,7 +390,7 @@ scenario_write_outside_denied() {
     fail $name "hard-linking inside the project failed" "$log"
   [ "$project/new-file" -ef "$project/new-file-link" ] || fail $name "the hard link inside the project is missing" "$log"
 
-  ok $name "denied and unchanged: ~/.bashrc append, new file in ~, write via symlink out, hard link in; granted: the same inside the project"
+  ok $name "denied and unchanged: ~/.bashrc append, new file in ~, write via symlink out, hard link in, mkdir in ~; granted: the same inside the project"
 }
 
 # --- Landlock disabled -------------------------------------------------------
@@ -453,14 +445,9 @@ if [ "$mode" = enabled ]; then
   # The ABI every scenario goes by, as the library probes it.
   abi=$("$sandbox" probe --json 2>/dev/null | tr -d ' \n' | sed -n 's/.*"abi":\([0-9][0-9]*\).*/\1/p')
   [ -n "$abi" ] || fail setup "$sandbox probe --json printed no \"abi\""
-  scenario_probe_supported
-  scenario_go_test
-  scenario_cargo_build
-  scenario_rm_rf_home
-  scenario_write_outside_denied
-else
-  scenario_probe_refuses
-  scenario_run_refuses
-  scenario_policy_reports
 fi
+mapfile -t scenarios < <(scenarios_of "$mode")
+for scenario in "${scenarios[@]}"; do
+  "scenario_${scenario//-/_}"
+done
 summary

@@ -3,11 +3,11 @@
 //! inside their guests. Needs a kernel with Landlock, `go`, `cargo`, and
 //! crates.io (the cargo scenario downloads its dependency).
 
-use std::path::Path;
 use std::process::{Command, Output};
 
 use super::support::{
-    BIN, ENABLED_SCENARIOS, assert_scenarios_passed, output, require_tool, scratch_base, show,
+    BIN, assert_scenarios_passed, output, require_tool, scenario_script, scenarios, scratch_base,
+    show,
 };
 
 /// Runs the script in `enabled` mode with a fresh scenario root named
@@ -16,11 +16,10 @@ fn run_enabled(root: &str, envs: &[(&str, &str)]) -> Output {
     require_tool("bash", "bash");
     require_tool("go", "golang-go");
     require_tool("cargo", "cargo");
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/scenarios/scenarios.sh");
     // Not under a temp dir: those are granted roots (the script checks too).
     let out = output(
         Command::new("bash")
-            .arg(&script)
+            .arg(scenario_script())
             .arg("enabled")
             .env("SANDBOX", BIN)
             .env("SCENARIO_ROOT", scratch_base().join(root))
@@ -35,11 +34,12 @@ fn run_enabled(root: &str, envs: &[(&str, &str)]) -> Output {
 #[test]
 fn host_kernel_passes_every_scenario() {
     let out = run_enabled("scenarios", &[]);
-    assert_scenarios_passed(&out, &ENABLED_SCENARIOS);
+    let enabled = scenarios("enabled");
+    assert_scenarios_passed(&out, &enabled);
     // On the host nothing wraps the script: its summary closes the output.
     assert_eq!(
         String::from_utf8_lossy(&out.stdout).lines().last(),
-        Some(format!("{} passed, 0 failed", ENABLED_SCENARIOS.len()).as_str()),
+        Some(format!("{} passed, 0 failed", enabled.len()).as_str()),
         "{}",
         show(&out)
     );
@@ -58,7 +58,7 @@ fn host_kernel_capped_at_abi_1_expects_the_cargo_build_to_fail() {
             ("SCENARIO_EXPECT_ABI", "1"),
         ],
     );
-    assert_scenarios_passed(&out, &ENABLED_SCENARIOS);
+    assert_scenarios_passed(&out, &scenarios("enabled"));
     let stdout = String::from_utf8_lossy(&out.stdout);
     for (scenario, says) in [
         ("probe-supported", "landlock abi 1 (expected 1)"),

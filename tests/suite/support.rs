@@ -4,9 +4,12 @@
 use std::collections::BTreeMap;
 use std::ffi::OsStr;
 use std::fs;
+use std::os::unix::fs::PermissionsExt;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
+
+use strument_sandbox::{Origin, default_writable};
 
 /// The `strument-sandbox` binary built for this test run.
 pub const BIN: &str = env!("CARGO_BIN_EXE_strument-sandbox");
@@ -20,8 +23,9 @@ pub struct FakeHome {
     _dir: tempfile::TempDir,
     pub home: PathBuf,
     pub project: PathBuf,
-    /// Files outside every root, with their original contents.
-    pub sentinels: Vec<(PathBuf, &'static str)>,
+    /// Files outside every root, with their original contents
+    /// (`tests/scenarios/sentinels.tsv`).
+    pub sentinels: Vec<(PathBuf, String)>,
 }
 
 impl FakeHome {
@@ -37,16 +41,13 @@ impl FakeHome {
         fs::create_dir_all(&project).expect("create project");
         // A lived-in home: the XDG cache home exists, cargo has been used.
         fs::create_dir_all(home.join(".cache")).expect("create ~/.cache");
-        let sentinels = vec![
-            (home.join(".bashrc"), "export PATH=$HOME/bin:$PATH\n"),
-            (home.join("Documents/thesis.txt"), "four years of work\n"),
-            (home.join(".cargo/bin/tool"), "#!/bin/sh\necho tool\n"),
-            (home.join(".config/go/env"), "GOFLAGS=-mod=mod\n"),
-            (home.join(".ssh/authorized_keys"), "ssh-ed25519 AAAA me\n"),
-        ];
-        for (path, contents) in &sentinels {
+        let mut sentinels = Vec::new();
+        for (relative, mode, contents) in sentinel_table() {
+            let path = home.join(relative);
             fs::create_dir_all(path.parent().expect("sentinel has a parent")).expect("mkdir");
-            fs::write(path, contents).expect("write sentinel");
+            fs::write(&path, &contents).expect("write sentinel");
+            fs::set_permissions(&path, fs::Permissions::from_mode(mode)).expect("chmod sentinel");
+            sentinels.push((path, contents));
         }
         FakeHome {
             _dir: dir,
@@ -108,6 +109,44 @@ impl FakeHome {
     }
 }
 
+/// The sentinels of every fake home, shared with the scenarios' `new_home`
+/// (`tests/scenarios/sentinels.tsv`): relative path, mode, contents.
+fn sentinel_table() -> Vec<(&'static str, u32, String)> {
+    include_str!("../scenarios/sentinels.tsv")
+        .lines()
+        .filter(|line| !line.is_empty() && !line.starts_with('#'))
+        .map(|line| {
+            let mut fields = line.splitn(3, '\t');
+            let (Some(path), Some(mode), Some(text)) =
+                (fields.next(), fields.next(), fields.next())
+            else {
+                panic!("sentinels.tsv: {line:?} is not `path<TAB>mode<TAB>contents`")
+            };
+            let mode = u32::from_str_radix(mode, 8)
+                .unwrap_or_else(|e| panic!("sentinels.tsv: mode {mode:?} of {path}: {e}"));
+            (path, mode, unescape(text))
+        })
+        .collect()
+}
+
+/// `\n` as a newline and `\\` as a backslash, as the shell's `printf %b`.
+fn unescape(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut chars = text.chars();
+    while let Some(c) = chars.next() {
+        if c != '\\' {
+            out.push(c);
+            continue;
+        }
+        match chars.next() {
+            Some('n') => out.push('\n'),
+            Some('\\') => out.push('\\'),
+            other => panic!("sentinels.tsv: unknown escape {other:?} after \\ in {text:?}"),
+        }
+    }
+    out
+}
+
 /// Where fake homes and scenario roots go: `CARGO_TARGET_TMPDIR`, unless
 /// the checkout itself sits in temporary space, then a directory under the
 /// real home's `~/.local/share` (not a granted root). A Nix build has no
@@ -147,14 +186,23 @@ pub fn scratch_base() -> PathBuf {
     base.canonicalize().expect("canonical scratch space")
 }
 
-/// The granted temporary root `path` is under, if any.
+/// The granted temporary root `path` is under, if any: the library's own
+/// list ([`default_writable`]'s roots of origin temp, `$TMPDIR` included),
+/// each compared as given and resolved.
 fn under_a_temp_root(path: &Path) -> Option<PathBuf> {
-    let mut temp_roots: Vec<PathBuf> = ["/tmp", "/var/tmp", "/dev/shm"].map(PathBuf::from).to_vec();
-    temp_roots.extend(std::env::var_os("TMPDIR").map(PathBuf::from));
-    temp_roots
+    let roots = default_writable(Path::new("/"), None, &[])
+        .unwrap_or_else(|e| panic!("the default roots: {e}"));
+    roots
         .into_iter()
-        .map(|root| root.canonicalize().unwrap_or(root))
-        .find(|root| path.starts_with(root))
+        .filter(|root| matches!(root.origin, Origin::Temp { .. }))
+        .find(|root| {
+            path.starts_with(&root.path)
+                || root
+                    .path
+                    .canonicalize()
+                    .is_ok_and(|resolved| path.starts_with(resolved))
+        })
+        .map(|root| root.path)
 }
 
 fn assert_not_under_a_temp_root(home: &Path) {
@@ -246,22 +294,40 @@ pub fn in_child(test: &str, body: impl FnOnce()) -> Option<Output> {
     super::roles::body_in_child(test, |_| {}, body)
 }
 
-/// The scenarios `tests/scenarios/scenarios.sh` runs in each mode; every
-/// one must report `ok <name>:`.
-pub const ENABLED_SCENARIOS: [&str; 5] = [
-    "probe-supported",
-    "go-test",
-    "cargo-build",
-    "rm-rf-home",
-    "write-outside-denied",
-];
-pub const DISABLED_SCENARIOS: [&str; 3] = ["probe-refuses", "run-refuses", "policy-reports"];
+/// The shared scenario script, `tests/scenarios/scenarios.sh`.
+pub fn scenario_script() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/scenarios/scenarios.sh")
+}
+
+/// The scenarios the script runs in `mode` (`enabled` or `disabled`), as
+/// its registry lists them (`scenarios.sh list MODE`); every one must
+/// report `ok <name>:`.
+pub fn scenarios(mode: &str) -> Vec<String> {
+    require_tool("bash", "bash");
+    let out = output(
+        Command::new("bash")
+            .arg(scenario_script())
+            .arg("list")
+            .arg(mode),
+    );
+    assert_success(&out);
+    let names: Vec<String> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(str::to_owned)
+        .collect();
+    assert!(
+        !names.is_empty(),
+        "no {mode} scenarios listed\n{}",
+        show(&out)
+    );
+    names
+}
 
 /// Asserts a run of the scenario script (on the host or inside a guest)
 /// succeeded, with an `ok` line for each of `scenarios` and the closing
 /// `N passed, 0 failed` line.
 #[track_caller]
-pub fn assert_scenarios_passed(out: &Output, scenarios: &[&str]) {
+pub fn assert_scenarios_passed(out: &Output, scenarios: &[String]) {
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "a scenario failed\n{}", show(out));
     for name in scenarios {

@@ -13,8 +13,7 @@ use std::process::{Command, Output};
 use serial_test::serial;
 
 use super::support::{
-    BIN, DISABLED_SCENARIOS, ENABLED_SCENARIOS, assert_scenarios_passed, output, require_tool,
-    scratch_base, show,
+    BIN, assert_scenarios_passed, output, require_tool, scenarios, scratch_base, show,
 };
 
 /// One case of the matrix: what its guest must report.
@@ -107,12 +106,12 @@ fn fact<'a>(stdout: &'a str, case: &str, key: &str) -> &'a str {
 fn assert_case(case: &Case) {
     let out = boot(case);
     let stdout = String::from_utf8_lossy(&out.stdout);
-    let scenarios: &[&str] = if case.abi.is_some() {
-        &ENABLED_SCENARIOS
+    let mode = if case.abi.is_some() {
+        "enabled"
     } else {
-        &DISABLED_SCENARIOS
+        "disabled"
     };
-    assert_scenarios_passed(&out, scenarios);
+    assert_scenarios_passed(&out, &scenarios(mode));
     assert!(
         stdout.contains(&format!("vm[{}]: PASS", case.name)),
         "{}",

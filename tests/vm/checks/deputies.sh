@@ -26,35 +26,33 @@ set -uo pipefail
 
 unset TMUX TMUX_TMPDIR
 scratch=${1:?usage: deputies.sh SCRATCH}
-sandbox=${SANDBOX:-$(command -v strument-sandbox)}
-passed=0
-failed=0
-ok() {
-  passed=$((passed + 1))
-  printf 'ok %s: %s\n' "$1" "$2"
-}
-fail() {
-  failed=$((failed + 1))
-  printf 'FAIL %s: %s\n' "$1" "$2"
-}
+# ok, not_ok, summary, resolve_sandbox, missing_tool, granted_temp_root.
+# shellcheck source=tests/scenarios/lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/../../scenarios/lib.sh"
+fail() { not_ok "$@"; }
 finish() {
-  printf '%d passed, %d failed\n' "$passed" "$failed"
+  summary
   [ "$failed" -eq 0 ]
   exit
 }
 
+if ! sandbox=$(resolve_sandbox); then
+  fail "sandbox" "SANDBOX=${SANDBOX:-strument-sandbox} is not an executable"
+  finish
+fi
 for tool in tmux python3 git; do
-  if ! command -v "$tool" >/dev/null; then
-    fail "tools" "$tool is not on PATH (Debian: apt-get install $tool)"
+  if missing=$(missing_tool "$tool" "$tool"); then
+    fail "tools" "$missing"
     finish
   fi
 done
-case "$(realpath -m "$scratch")/" in
-/tmp/* | /var/tmp/* | /dev/shm/*)
-  fail "scratch" "$scratch is under a granted temp root: the checks would prove nothing"
+if ! temp=$(granted_temp_root "$sandbox" "$scratch"); then
+  fail "scratch" "$scratch does not exist, or $sandbox policy did not say which temp roots it grants"
   finish
-  ;;
-esac
+elif [ -n "$temp" ]; then
+  fail "scratch" "$scratch is under $temp, a temp root the sandbox grants: the checks would prove nothing"
+  finish
+fi
 
 abi=$("$sandbox" probe | sed -n 's/^abi: //p')
 if [ -z "$abi" ]; then
