@@ -106,10 +106,14 @@ fn abi_1_refuses_a_rename_into_another_directory_even_inside_a_root() {
     h.assert_sentinels_intact();
 }
 
+/// What the shared scenarios capped at ABI 1 (suite::scenarios) do not
+/// show: the failure holds with cargo's pipelining on and off, and the same
+/// build in the same home passes on the kernel's own ABI. (That go test
+/// passes on ABI 1 and writes its cache is the go-test scenario's claim
+/// there.)
 #[test]
-fn abi_1_fails_cargo_build_with_exdev_while_go_test_passes() {
+fn abi_1_fails_cargo_build_with_exdev_with_and_without_pipelining() {
     require_tool("cargo", "cargo");
-    require_tool("go", "golang-go");
     assert_capped_at(1);
     let h = FakeHome::new();
     let crate_dir = h.project.join("cargo-hello");
@@ -156,21 +160,6 @@ fn abi_1_fails_cargo_build_with_exdev_while_go_test_passes() {
     let out = run_capped(&h, None, &[], &build);
     assert_success(&out);
     assert!(crate_dir.join("target/debug/cargo-hello").is_file());
-    // ... and go test passes on ABI 1, writing its cache.
-    let go_dir = h.project.join("go-hello");
-    copy_fixture("go-hello", &go_dir);
-    let mut go = Command::new(BIN);
-    go.args(["run", "--project"]).arg(&h.project);
-    go.args(["--", "go", "test", "-count=1", "./..."]);
-    h.env(&mut go);
-    go.env(CAP, "1").current_dir(&go_dir);
-    let out = output(&mut go);
-    assert_success(&out);
-    assert!(
-        fs::read_dir(h.home.join(".cache/go-build")).is_ok_and(|mut d| d.next().is_some()),
-        "go test on ABI 1 wrote no build cache\n{}",
-        show(&out)
-    );
     h.assert_sentinels_intact();
 }
 

@@ -5,8 +5,11 @@ use std::path::Path;
 
 use super::support::{FakeHome, assert_success, require_tool, show};
 
+/// What the cargo-build scenario does not show: a home where cargo was
+/// installed but never downloaded anything has no `~/.cargo/registry`;
+/// `run` creates it, so the build's downloads land there.
 #[test]
-fn cargo_build_with_a_crates_io_dependency_writes_the_registry() {
+fn cargo_build_in_a_home_without_a_registry_gets_one_created_and_written() {
     let h = FakeHome::new();
     let fixture =
         std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/cargo-hello");
