@@ -12,7 +12,7 @@ use std::fs;
 use std::process::{Command, Output};
 
 use super::kernel::copy_fixture;
-use super::support::{BIN, FakeHome, assert_success, output, require_tool, show};
+use super::support::{BIN, FakeHome, assert_exit, assert_success, output, require_tool, show};
 
 const CAP: &str = "STRUMENT_SANDBOX_TEST_ABI_CAP";
 
@@ -141,11 +141,10 @@ fn abi_1_fails_cargo_build_with_exdev_with_and_without_pipelining() {
             &[("CARGO_BUILD_PIPELINING", pipelining)],
             &build,
         );
-        assert_eq!(
-            out.status.code(),
-            Some(101),
-            "cargo build on ABI 1 (pipelining {pipelining})\n{}",
-            show(&out)
+        assert_exit(
+            &out,
+            101,
+            &format!("cargo build on ABI 1 (pipelining {pipelining})"),
         );
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert!(

@@ -2,7 +2,7 @@
 
 use std::process::{Command, Stdio};
 
-use super::support::{BIN, FakeHome, output, show};
+use super::support::{BIN, FakeHome, assert_exit, output, show};
 
 fn cli(args: &[&str]) -> std::process::Output {
     output(Command::new(BIN).args(args))
@@ -222,12 +222,7 @@ fn explain_says_which_root_grants_a_write_or_what_to_allow() {
             later.join("x").as_os_str(),
         ],
     );
-    assert_eq!(
-        out.status.code(),
-        Some(1),
-        "one path is not writable\n{}",
-        show(&out)
-    );
+    assert_exit(&out, 1, "one path is not writable");
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(
         text.contains(&format!("to allow it: --allow {}", bashrc.display())),

@@ -9,7 +9,7 @@ use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 
 use strument_sandbox::probe;
 
-use super::support::{FakeHome, show};
+use super::support::{FakeHome, assert_exit, show};
 
 const AUDIT_GET: u16 = 1000;
 const AUDIT_SET: u16 = 1001;
@@ -140,12 +140,7 @@ fn explain_denials_lists_each_refused_write_and_the_root_to_add() {
             "echo evil >> ~/.bashrc; mkdir ~/newdir; echo in > inside; exit 3",
         ],
     );
-    assert_eq!(
-        out.status.code(),
-        Some(3),
-        "the command's status passes through\n{}",
-        show(&out)
-    );
+    assert_exit(&out, 3, "the command's status passes through");
     let stderr = String::from_utf8_lossy(&out.stderr);
     let home = h.home.display();
     for want in [

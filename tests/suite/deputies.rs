@@ -12,7 +12,7 @@ use std::process::{Child, Command, Stdio};
 use serde_json::Value;
 use strument_sandbox::Policy;
 
-use super::support::{BIN, FakeHome, assert_success, output, require_tool, show};
+use super::support::{BIN, FakeHome, assert_stdout, assert_success, output, require_tool, show};
 
 fn fixture(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -196,7 +196,8 @@ impl Drop for Deputy {
     }
 }
 
-fn ask(h: &FakeHome, flags: &[&OsStr], name: &str, path: &Path) -> String {
+/// `run <flags> -- python3 deputy.py ask NAME PATH` in `h`'s project.
+fn ask_command(h: &FakeHome, flags: &[&OsStr], name: &str, path: &Path) -> Command {
     let (py, fx) = (python(), fixture("deputy.py"));
     let argv = [
         py.to_str().expect("UTF-8 python path"),
@@ -205,7 +206,11 @@ fn ask(h: &FakeHome, flags: &[&OsStr], name: &str, path: &Path) -> String {
         name,
         path.to_str().expect("UTF-8 path"),
     ];
-    let out = h.run(flags, &argv);
+    h.run_command(&h.project, flags, &argv)
+}
+
+fn ask(h: &FakeHome, flags: &[&OsStr], name: &str, path: &Path) -> String {
+    let out = output(&mut ask_command(h, flags, name, path));
     assert_success(&out);
     String::from_utf8_lossy(&out.stdout).trim().to_owned()
 }
@@ -245,14 +250,7 @@ fn a_deputy_outside_on_an_abstract_socket_is_refused_and_one_inside_works() {
         fx = quoted(&fixture("deputy.py")),
         path = quoted(&inside)
     );
-    let out = h.sh(&script);
-    assert_success(&out);
-    assert_eq!(
-        String::from_utf8_lossy(&out.stdout).trim(),
-        "ok",
-        "{}",
-        show(&out)
-    );
+    assert_stdout(&h.sh(&script), "ok");
     assert_eq!(
         fs::read_to_string(&inside).expect("the inside deputy wrote"),
         "deputy was here\n"
@@ -284,31 +282,10 @@ fn below_abi_6_the_abstract_socket_route_is_open_and_reported() {
         "{limitations}"
     );
     // And it is what the kernel does at that ABI: the deputy answers.
-    let (py, fx) = (python(), fixture("deputy.py"));
-    let argv = [
-        py.to_str().expect("UTF-8"),
-        fx.to_str().expect("UTF-8"),
-        "ask",
-        &name,
-        target.to_str().expect("UTF-8"),
-    ];
-    let mut cmd = Command::new(BIN);
-    cmd.arg("run")
-        .arg("--project")
-        .arg(&h.project)
-        .args(cap)
-        .arg("--")
-        .args(argv);
-    h.env(&mut cmd);
+    let mut cmd = ask_command(&h, &cap, &name, &target);
     cmd.env("STRUMENT_SANDBOX_TEST_ABI_CAP", "5");
     let out = output(&mut cmd);
-    assert_success(&out);
-    assert_eq!(
-        String::from_utf8_lossy(&out.stdout).trim(),
-        "ok",
-        "{}",
-        show(&out)
-    );
+    assert_stdout(&out, "ok");
     assert!(
         String::from_utf8_lossy(&out.stderr).contains("abstract unix socket"),
         "run -v does not report the open route\n{}",

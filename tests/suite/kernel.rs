@@ -7,7 +7,7 @@ use std::process::Command;
 
 use strument_sandbox::{ApplyError, Policy, SkipReason, probe};
 
-use super::support::{FakeHome, assert_success, in_child, output, require_tool, show};
+use super::support::{FakeHome, assert_exit, assert_success, in_child, output, require_tool, show};
 
 pub(super) fn copy_fixture(name: &str, to: &Path) {
     let from = Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -83,16 +83,9 @@ fn git_commits_in_the_project_and_in_a_worktree_whose_repository_is_outside() {
             wt.to_str().expect("utf-8"),
         ],
     );
-    let mut cmd = Command::new(super::support::BIN);
-    cmd.arg("run").arg("--project").arg(&wt).args([
-        "--",
-        "sh",
-        "-c",
-        "echo b > b && git add b && git commit -qm in-worktree && echo evil > ../repos/main/README",
-    ]);
-    h.env(&mut cmd);
-    cmd.current_dir(&wt);
-    let out = output(&mut cmd);
+    let script =
+        "echo b > b && git add b && git commit -qm in-worktree && echo evil > ../repos/main/README";
+    let out = output(&mut h.run_command(&wt, &[], &["sh", "-c", script]));
     assert!(
         !out.status.success(),
         "writing the main worktree's files succeeded\n{}",
@@ -231,12 +224,7 @@ fn run_reports_a_missing_command_with_127_and_passes_statuses_through() {
     let out = h.sh("exit 7");
     assert_eq!(out.status.code(), Some(7), "{}", show(&out));
     let out = h.run(&[], &[h.home.join(".bashrc").to_str().expect("utf-8")]);
-    assert_eq!(
-        out.status.code(),
-        Some(126),
-        "a non-executable file\n{}",
-        show(&out)
-    );
+    assert_exit(&out, 126, "a non-executable file");
 }
 
 #[test]

@@ -96,11 +96,20 @@ impl FakeHome {
 
     /// `strument-sandbox run --project <project> <flags> -- <argv>`.
     pub fn run(&self, flags: &[&OsStr], argv: &[&str]) -> Output {
+        output(&mut self.run_command(&self.project, flags, argv))
+    }
+
+    /// The command `strument-sandbox run --project <project> <flags> --
+    /// <argv>` with this home's environment, started in `project` (which
+    /// need not be this home's project: a worktree, a clone), for the
+    /// caller to add variables to before running it.
+    pub fn run_command(&self, project: &Path, flags: &[&OsStr], argv: &[&str]) -> Command {
         let mut cmd = Command::new(BIN);
-        cmd.arg("run").arg("--project").arg(&self.project);
+        cmd.arg("run").arg("--project").arg(project);
         cmd.args(flags).arg("--").args(argv);
         self.env(&mut cmd);
-        output(&mut cmd)
+        cmd.current_dir(project);
+        cmd
     }
 
     /// `run` of `sh -c script`.
@@ -237,6 +246,25 @@ pub fn show(out: &Output) -> String {
 #[track_caller]
 pub fn assert_success(out: &Output) {
     assert!(out.status.success(), "expected success\n{}", show(out));
+}
+
+/// Asserts `out` succeeded and printed exactly `stdout` (surrounding
+/// whitespace aside).
+#[track_caller]
+pub fn assert_stdout(out: &Output, stdout: &str) {
+    assert_success(out);
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout).trim(),
+        stdout,
+        "{}",
+        show(out)
+    );
+}
+
+/// Asserts `out` exited with `code`, saying `why` otherwise.
+#[track_caller]
+pub fn assert_exit(out: &Output, code: i32, why: &str) {
+    assert_eq!(out.status.code(), Some(code), "{why}\n{}", show(out));
 }
 
 /// The path to a tool, or a failure naming the Debian package to install:

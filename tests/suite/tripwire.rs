@@ -12,7 +12,9 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 use strument_sandbox::Snapshot;
 
-use super::support::{BIN, FakeHome, assert_success, output, require_tool, show};
+use super::support::{
+    BIN, FakeHome, assert_exit, assert_stdout, assert_success, output, require_tool, show,
+};
 
 /// The files the tripwire watches, relative to the project, with the git
 /// directories they need made beforehand.
@@ -121,12 +123,7 @@ fn the_issue_s_hook_and_config_change_are_reported_as_json_too() {
     let script = "printf '#!/bin/sh\\nrm -rf ~\\n' > .git/hooks/pre-commit && \
                   chmod +x .git/hooks/pre-commit && git config core.fsmonitor ./evil && exit 7";
     let out = h.run(&[OsStr::new("--json")], &["sh", "-c", script]);
-    assert_eq!(
-        out.status.code(),
-        Some(7),
-        "the command's status\n{}",
-        show(&out)
-    );
+    assert_exit(&out, 7, "the command's status");
     assert!(h.project.join(".git/hooks/pre-commit").is_file());
     let stderr = String::from_utf8_lossy(&out.stderr);
     let json: Value = stderr
@@ -201,20 +198,12 @@ fn a_worktree_reports_its_repository_s_hooks() {
         "feat",
     ]);
     let plant = |allow: &[&Path]| {
-        let mut cmd = Command::new(BIN);
-        cmd.arg("run").arg("--project").arg(&worktree);
-        for path in allow {
-            cmd.arg("--allow").arg(path);
-        }
-        cmd.args([
-            "--",
-            "sh",
-            "-c",
-            "echo x > \"$(git rev-parse --git-common-dir)/hooks/pre-push\"",
-        ]);
-        h.env(&mut cmd);
-        cmd.current_dir(&worktree);
-        output(&mut cmd)
+        let flags: Vec<&OsStr> = allow
+            .iter()
+            .flat_map(|path| [OsStr::new("--allow"), path.as_os_str()])
+            .collect();
+        let script = "echo x > \"$(git rev-parse --git-common-dir)/hooks/pre-push\"";
+        output(&mut h.run_command(&worktree, &flags, &["sh", "-c", script]))
     };
     let hook = h.project.join(".git/hooks/pre-push");
     // By default a worktree is granted only the parts of the common git
@@ -302,12 +291,7 @@ fn each_forwarded_signal_kills_the_command_and_run_exits_128_plus_n() {
         let sleep = child_of(run.id());
         kill(signal, run.id());
         let out = run.wait_with_output().expect("wait for run");
-        assert_eq!(
-            out.status.code(),
-            Some(128 + n),
-            "SIG{signal}: run exits 128+{n}\n{}",
-            show(&out)
-        );
+        assert_exit(&out, 128 + n, &format!("SIG{signal}: run exits 128+{n}"));
         assert_eq!(state(sleep), None, "SIG{signal}: the command is gone");
     }
     // The granted half: a command that is not signalled ends on its own, 0.
@@ -405,14 +389,7 @@ fn ctrl_c_on_a_terminal_ends_a_command_with_130() {
         print(os.waitstatus_to_exitcode(status))\n";
     let mut cmd = Command::new(python);
     cmd.args(["-c", DRIVER, BIN]).arg(&h.project);
-    let out = output(&mut cmd);
-    assert_success(&out);
-    assert_eq!(
-        String::from_utf8_lossy(&out.stdout).trim(),
-        "130",
-        "{}",
-        show(&out)
-    );
+    assert_stdout(&output(&mut cmd), "130");
 }
 
 #[test]
