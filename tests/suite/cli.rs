@@ -1,5 +1,6 @@
 //! The command line: flags, exit statuses, reports. Runs anywhere.
 
+use std::ffi::OsStr;
 use std::process::{Command, Stdio};
 
 use super::support::{BIN, FakeHome, assert_exit, output, show};
@@ -55,15 +56,8 @@ fn probe_json_agrees_with_the_library() {
 fn policy_lists_granted_and_skipped_roots_with_reasons() {
     let h = FakeHome::new();
     let missing = h.home.join("missing-cache");
-    let mut cmd = Command::new(BIN);
-    cmd.arg("policy")
-        .arg("--project")
-        .arg(&h.project)
-        .arg("--allow")
-        .arg(&missing)
-        .arg("--json");
-    h.env(&mut cmd);
-    let out = output(&mut cmd);
+    let allow = [OsStr::new("--allow"), missing.as_os_str()];
+    let out = output(h.policy_command(&allow).arg("--json"));
     assert!(out.status.success(), "{}", show(&out));
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
     let granted: Vec<&str> = v["granted"]
@@ -90,14 +84,7 @@ fn policy_lists_granted_and_skipped_roots_with_reasons() {
         .expect("the missing --allow root is reported");
     assert_eq!(entry["reason"], "missing");
 
-    let mut cmd = Command::new(BIN);
-    cmd.arg("policy")
-        .arg("--project")
-        .arg(&h.project)
-        .arg("--allow")
-        .arg(&missing);
-    h.env(&mut cmd);
-    let text = String::from_utf8_lossy(&output(&mut cmd).stdout).into_owned();
+    let text = String::from_utf8_lossy(&output(&mut h.policy_command(&allow)).stdout).into_owned();
     assert!(
         text.contains("skipped") && text.contains("does not exist"),
         "{text}"

@@ -265,9 +265,7 @@ fn below_abi_6_the_abstract_socket_route_is_open_and_reported() {
     let _deputy = Deputy::start(&name);
     let cap = [OsStr::new("--verbose")];
     let target = h.project.join("reachable-below-abi-6");
-    let mut cmd = Command::new(BIN);
-    cmd.args(["policy", "--json", "--project"]).arg(&h.project);
-    h.env(&mut cmd);
+    let mut cmd = h.policy_command(&["--json"]);
     cmd.env("STRUMENT_SANDBOX_TEST_ABI_CAP", "5");
     let out = output(&mut cmd);
     assert_success(&out);
@@ -320,9 +318,7 @@ fn with_a_tmux_server_running_policy_and_run_name_it() {
     fs::create_dir_all(&tmpdir).expect("mkdir");
     let server = TmuxServer { tmpdir };
     let policy = |h: &FakeHome| {
-        let mut cmd = Command::new(BIN);
-        cmd.args(["policy", "--project"]).arg(&h.project);
-        h.env(&mut cmd);
+        let mut cmd = h.policy_command::<&str>(&[]);
         cmd.env("TMUX_TMPDIR", &server.tmpdir);
         let out = output(&mut cmd);
         assert_success(&out);
@@ -345,11 +341,7 @@ fn with_a_tmux_server_running_policy_and_run_name_it() {
     assert!(line.contains(&socket.display().to_string()), "{line}");
     assert!(line.contains("run-shell") && line.contains("7.1"), "{line}");
     // run says it too, on standard error, once, before the command.
-    let mut cmd = Command::new(BIN);
-    cmd.args(["run", "--project"])
-        .arg(&h.project)
-        .args(["--", "echo", "command-output"]);
-    h.env(&mut cmd);
+    let mut cmd = h.run_command(&h.project, &[], &["echo", "command-output"]);
     cmd.env("TMUX_TMPDIR", &server.tmpdir);
     let out = output(&mut cmd);
     assert_success(&out);
@@ -361,9 +353,7 @@ fn with_a_tmux_server_running_policy_and_run_name_it() {
         show(&out)
     );
     // JSON for programs.
-    let mut cmd = Command::new(BIN);
-    cmd.args(["policy", "--json", "--project"]).arg(&h.project);
-    h.env(&mut cmd);
+    let mut cmd = h.policy_command(&["--json"]);
     cmd.env("TMUX_TMPDIR", &server.tmpdir);
     let out = output(&mut cmd);
     let report: Value = serde_json::from_slice(&out.stdout).expect("JSON");

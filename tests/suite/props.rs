@@ -603,9 +603,7 @@ fn no_git_pointer_or_variable_makes_home_or_above_granted() {
 
     /// `policy` is allowed to refuse a `.git` it cannot read (exit 4).
     fn policy_or_refusal(h: &FakeHome, vars: &[(&str, OsString)]) -> Option<serde_json::Value> {
-        let mut cmd = std::process::Command::new(super::support::BIN);
-        cmd.args(["policy", "--json", "--project"]).arg(&h.project);
-        h.env(&mut cmd);
+        let mut cmd = h.policy_command(&["--json"]);
         for (name, value) in vars {
             cmd.env(name, value);
         }

@@ -55,13 +55,8 @@ fn probe_reports_a_seccomp_filter_in_the_way() {
 fn assert_run_refuses(errno: i32) {
     let h = FakeHome::new();
     let marker = h.project.join("ran");
-    let mut cmd = Command::new(BIN);
-    cmd.arg("run")
-        .arg("--project")
-        .arg(&h.project)
-        .args(["--", "touch"])
-        .arg(&marker);
-    h.env(&mut cmd);
+    let touch = ["touch", marker.to_str().expect("utf-8")];
+    let mut cmd = h.run_command(&h.project, &[], &touch);
     without_landlock(&mut cmd, errno);
     let out = output(&mut cmd);
     assert_eq!(out.status.code(), Some(UNAVAILABLE), "{}", show(&out));
@@ -91,12 +86,7 @@ fn run_refuses_with_landlock_disabled_at_boot_and_nothing_runs() {
 #[test]
 fn policy_still_reports_without_landlock() {
     let h = FakeHome::new();
-    let mut cmd = Command::new(BIN);
-    cmd.arg("policy")
-        .arg("--project")
-        .arg(&h.project)
-        .arg("--json");
-    h.env(&mut cmd);
+    let mut cmd = h.policy_command(&["--json"]);
     without_landlock(&mut cmd, libc::EOPNOTSUPP);
     let out = output(&mut cmd);
     assert!(out.status.success(), "{}", show(&out));

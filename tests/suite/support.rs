@@ -112,6 +112,16 @@ impl FakeHome {
         cmd
     }
 
+    /// The command `strument-sandbox policy --project <project> <flags>`
+    /// with this home's environment, for the caller to add variables to.
+    pub fn policy_command<S: AsRef<OsStr>>(&self, flags: &[S]) -> Command {
+        let mut cmd = Command::new(BIN);
+        cmd.arg("policy").arg("--project").arg(&self.project);
+        cmd.args(flags);
+        self.env(&mut cmd);
+        cmd
+    }
+
     /// `run` of `sh -c script`.
     pub fn sh(&self, script: &str) -> Output {
         self.run(&[], &["sh", "-c", script])
