@@ -130,16 +130,19 @@ fn dev_null_multiprocessing_and_mktemp_keep_working() {
     );
 }
 
+/// A policy granting `h`'s project and `root`.
+fn project_and(h: &FakeHome, root: &Path) -> Policy {
+    Policy {
+        writable: vec![h.project.clone().into(), root.to_path_buf().into()],
+        ..Policy::default()
+    }
+}
+
 #[test]
 fn missing_roots_are_skipped_and_reported() {
     let h = FakeHome::new();
     let missing = h.home.join("not-yet");
-    let report = Policy {
-        writable: vec![h.project.clone().into(), missing.clone().into()],
-        ..Policy::default()
-    }
-    .check()
-    .expect("absolute paths");
+    let report = project_and(&h, &missing).check().expect("absolute paths");
     assert_eq!(report.granted_paths(), [h.project.as_path()]);
     assert_eq!(report.skipped.len(), 1);
     assert_eq!(report.skipped[0].path, missing);
@@ -150,12 +153,7 @@ fn missing_roots_are_skipped_and_reported() {
 fn a_root_created_after_apply_stays_unwritable() {
     let h = FakeHome::new();
     let later = h.home.join("later");
-    let prepared = Policy {
-        writable: vec![h.project.clone().into(), later.clone().into()],
-        ..Policy::default()
-    }
-    .prepare()
-    .expect("prepare");
+    let prepared = project_and(&h, &later).prepare().expect("prepare");
     assert_eq!(prepared.report().skipped.len(), 1);
     fs::create_dir(&later).expect("create the root after the ruleset is built");
     let mut cmd = Command::new("sh");

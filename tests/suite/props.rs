@@ -509,12 +509,10 @@ mod kernel {
 #[test]
 fn no_git_pointer_or_variable_makes_home_or_above_granted() {
     use super::support::FakeHome;
-    use super::widening::granted_home_or_above;
+    use super::widening::{granted_home_or_above, plant_symlink_to_home};
 
     let h = FakeHome::new();
-    let planted_dir = tempfile::tempdir().expect("a directory in temporary space");
-    let planted = planted_dir.path().join("to-home");
-    symlink(&h.home, &planted).expect("plant a symlink to home");
+    let (_planted_dir, planted) = plant_symlink_to_home(&h, "to-home");
     let home = h.home.clone();
     let project = h.project.clone();
     let targets = prop_oneof![

@@ -214,14 +214,22 @@ const VARIABLES: [&str; 13] = [
     "SCCACHE_DIR",
 ];
 
+/// A symlink to `h`'s home named `name`, planted in a fresh directory in
+/// temporary space (a writable root: where a confined command could plant
+/// one); the directory goes with the returned guard.
+pub(super) fn plant_symlink_to_home(h: &FakeHome, name: &str) -> (tempfile::TempDir, PathBuf) {
+    let dir = tempfile::tempdir().expect("a directory in temporary space");
+    let planted = dir.path().join(name);
+    symlink(&h.home, &planted).expect("plant a symlink to home");
+    (dir, planted)
+}
+
 #[test]
 fn a_variable_naming_home_root_dotdot_or_a_planted_symlink_is_skipped() {
     let h = FakeHome::new();
     // A symlink planted inside a writable root (temporary space), then
     // named by a variable.
-    let planted_dir = tempfile::tempdir().expect("a directory in temporary space");
-    let planted = planted_dir.path().join("cache");
-    symlink(&h.home, &planted).expect("plant a symlink to home");
+    let (_planted_dir, planted) = plant_symlink_to_home(&h, "cache");
     let values = [
         h.home.clone(),
         PathBuf::from("/"),
