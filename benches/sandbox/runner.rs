@@ -7,6 +7,7 @@ use std::path::Path;
 use std::process::{Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
+use crate::config::Config;
 use crate::fail;
 
 /// One measured run.
@@ -146,6 +147,23 @@ impl Measured<'_, '_> {
     pub fn variant(&self, key: &str) -> &Variant<'_> {
         &self.variants[self.index(key)]
     }
+}
+
+/// [`measure`] for the short cases (start-up, apply): a tenth of `runs`
+/// as warm-up ([`Config::warmup`]) and nothing to do between runs.
+pub fn measure_short<'v, 'a>(
+    label: &str,
+    variants: &'v [Variant<'a>],
+    runs: usize,
+    stderr_log: &Path,
+) -> Measured<'v, 'a> {
+    measure(
+        label,
+        variants,
+        (runs, Config::warmup(runs)),
+        &|| {},
+        stderr_log,
+    )
 }
 
 /// Runs every variant `runs` times, interleaved with the starting variant

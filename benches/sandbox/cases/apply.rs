@@ -8,7 +8,7 @@ use crate::config::Config;
 use crate::fail;
 use crate::project::Bench;
 use crate::report::Section;
-use crate::runner::{Variant, measure};
+use crate::runner::{Variant, measure_short};
 use crate::stats::{Stats, dur, ratio};
 use crate::workers::WorkerApply;
 
@@ -40,14 +40,7 @@ pub fn run(bench: &Bench, config: &Config) -> Section {
             ]
         })
         .collect();
-    let runs = config.apply_runs;
-    let measured = measure(
-        "apply",
-        &variants,
-        (runs, Config::warmup(runs)),
-        &|| {},
-        &bench.stderr_log,
-    );
+    let measured = measure_short("apply", &variants, config.apply_runs, &bench.stderr_log);
     let detail = |key: String| -> Vec<WorkerApply> {
         measured.stdouts(&key).map(WorkerApply::parse).collect()
     };

@@ -6,7 +6,7 @@ use crate::config::Config;
 use crate::fail;
 use crate::project::{Bench, Project};
 use crate::report::Section;
-use crate::runner::{Variant, measure, peak_rss};
+use crate::runner::{Variant, measure_short, peak_rss};
 use crate::stats::{Stats, dur, ratio, signed_dur};
 
 pub fn run(bench: &Bench, config: &Config) -> Section {
@@ -37,12 +37,10 @@ pub fn run(bench: &Bench, config: &Config) -> Section {
             || project.bwrap(t, &[]),
         ),
     ];
-    let runs = config.startup_runs;
-    let measured = measure(
+    let measured = measure_short(
         "start-up",
         &variants,
-        (runs, Config::warmup(runs)),
-        &|| {},
+        config.startup_runs,
         &bench.stderr_log,
     );
     let stats = |key: &str| Stats::of(&measured.samples(key));
