@@ -1,10 +1,11 @@
 //! Answering, before a command runs, whether a write to a path would land.
 
 use std::collections::{HashMap, VecDeque};
-use std::ffi::OsString;
+use std::ffi::{OsStr, OsString};
 use std::io;
+use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::MetadataExt;
-use std::path::{Component, Path, PathBuf};
+use std::path::{Path, PathBuf};
 
 use crate::error::ExplainError;
 use crate::report::{Granted, Report, RootKind, Skipped};
@@ -186,6 +187,13 @@ fn resolve(path: &Path) -> Result<Resolved, (PathBuf, io::Error)> {
     while let Some(name) = pending.pop_front() {
         if name == ".." {
             at.pop();
+            is_dir = true;
+            continue;
+        }
+        if name == "." {
+            if !is_dir {
+                return Err((at, io::Error::from_raw_os_error(libc::ENOTDIR)));
+            }
             continue;
         }
         let next = at.join(&name);
@@ -227,14 +235,19 @@ fn resolve(path: &Path) -> Result<Resolved, (PathBuf, io::Error)> {
     })
 }
 
-/// The names of a path, `..` kept (it must be taken on the resolved
-/// directory, not on the string) and `.` and the root dropped.
+/// The names of a path as the kernel's walk sees them: `..` kept (it must
+/// be taken on the resolved directory, not on the string), `.` kept (it
+/// asks that what came before be a directory: `file/.` is `ENOTDIR`), and a
+/// trailing slash turned into a final `.`, which asks the same.
+/// `Path::components` cannot be used: it drops both.
 fn names(path: &Path) -> impl Iterator<Item = OsString> + '_ {
-    path.components().filter_map(|c| match c {
-        Component::Normal(name) => Some(name.to_os_string()),
-        Component::ParentDir => Some("..".into()),
-        Component::RootDir | Component::CurDir | Component::Prefix(_) => None,
-    })
+    let bytes = path.as_os_str().as_bytes();
+    let trailing_slash = bytes.len() > 1 && bytes.ends_with(b"/");
+    bytes
+        .split(|b| *b == b'/')
+        .filter(|name| !name.is_empty())
+        .map(|name| OsStr::from_bytes(name).to_os_string())
+        .chain(trailing_slash.then(|| OsString::from(".")))
 }
 
 #[cfg(test)]
@@ -390,6 +403,21 @@ mod tests {
             r.explain("relative".as_ref()),
             Err(ExplainError::RelativePath { .. })
         ));
+        // `.` and a trailing slash ask for a directory, as in the kernel's
+        // walk, though `Path::components` drops both.
+        for tail in ["/.", "/", "/./"] {
+            let mut p = t.base.join("root/file").into_os_string();
+            p.push(tail);
+            match r.explain(Path::new(&p)) {
+                Err(ExplainError::Resolve { source, .. }) => {
+                    assert_eq!(source.raw_os_error(), Some(libc::ENOTDIR), "{p:?}");
+                }
+                other => panic!("{p:?}: {other:?}"),
+            }
+            let mut d = t.base.join("root").into_os_string();
+            d.push(tail);
+            assert!(r.explain(Path::new(&d)).is_ok(), "{d:?}");
+        }
         match r.explain(&t.base.join("root/loop")) {
             Err(ExplainError::Resolve { source, .. }) => {
                 assert_eq!(source.raw_os_error(), Some(libc::ELOOP));
