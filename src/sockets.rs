@@ -150,7 +150,13 @@ pub fn default_sockets(project_root: &Path, state_dir: Option<&Path>) -> Vec<Soc
     if let Some(state) = state_dir {
         out.push(Socket::new(state, SocketReason::State));
     }
-    if let Some(agent) = std::env::var_os("SSH_AUTH_SOCK").filter(|v| !v.is_empty()) {
+    // A relative value names nothing a socket rule could anchor to (ssh
+    // resolves it against whatever directory it runs in): ignored, as the
+    // cache variables are, rather than failing the whole policy.
+    if let Some(agent) = std::env::var_os("SSH_AUTH_SOCK")
+        .map(PathBuf::from)
+        .filter(|p| p.is_absolute())
+    {
         out.push(Socket::new(agent, SocketReason::SshAgent));
     }
     if let Some(dir) = gpg_socket_dir() {
@@ -166,9 +172,9 @@ pub fn default_sockets(project_root: &Path, state_dir: Option<&Path>) -> Vec<Soc
 const GPG_SOCKETS: [&str; 2] = ["S.gpg-agent", "S.keyboxd"];
 
 fn gpg_socket_dir() -> Option<PathBuf> {
-    let home = dirs::home_dir();
+    let home = dirs::home_dir().filter(|h| h.is_absolute());
     let default_home = home.as_ref().map(|h| h.join(".gnupg"));
-    match std::env::var_os("GNUPGHOME").filter(|v| !v.is_empty()) {
+    match std::env::var_os("GNUPGHOME").filter(|v| Path::new(v).is_absolute()) {
         Some(custom) if Some(PathBuf::from(&custom)) != default_home => {
             let out = std::process::Command::new("gpgconf")
                 .args(["--list-dirs", "socketdir"])

@@ -7,7 +7,7 @@ use std::os::unix::process::ExitStatusExt;
 use std::process::{Child, Command, ExitStatus};
 use std::time::Duration;
 
-use crate::sys::{self, ChildState, SignalInfo, SignalSet};
+use crate::sys::{self, ChildState, SignalAction, SignalInfo, SignalSet};
 
 /// The signals a waiting process passes on to its command.
 const FORWARDED: [libc::c_int; 4] = [libc::SIGINT, libc::SIGTERM, libc::SIGHUP, libc::SIGQUIT];
@@ -62,6 +62,10 @@ const SI_KERNEL: libc::c_int = 0x80;
 pub struct SignalForwarder {
     blocked: SignalSet,
     previous: SignalSet,
+    /// SIGCHLD's disposition before: ignored, the kernel would reap the
+    /// command itself and its status would be lost (a caller that ignores
+    /// SIGCHLD passes that on through `exec`).
+    previous_sigchld: SignalAction,
 }
 
 impl std::fmt::Debug for SignalSet {
@@ -90,8 +94,19 @@ impl SignalForwarder {
         let mut signals = FORWARDED.to_vec();
         signals.extend([libc::SIGCHLD, libc::SIGCONT]);
         let blocked = SignalSet::of(&signals);
-        let previous = sys::block_signals(&blocked)?;
-        Ok(SignalForwarder { blocked, previous })
+        let previous_sigchld = sys::default_disposition(libc::SIGCHLD)?;
+        let previous = match sys::block_signals(&blocked) {
+            Ok(previous) => previous,
+            Err(e) => {
+                sys::restore_disposition(libc::SIGCHLD, &previous_sigchld);
+                return Err(e);
+            }
+        };
+        Ok(SignalForwarder {
+            blocked,
+            previous,
+            previous_sigchld,
+        })
     }
 
     /// Spawns `cmd` with the signal mask the caller had before
@@ -164,11 +179,16 @@ impl SignalForwarder {
                     return Ok(ExitStatus::from_raw(raw));
                 }
                 ChildState::Stopped(_) => {
-                    // The command alone was stopped: stop with it, so the
-                    // shell shows the job stopped. SIGCONT, from `fg` or
-                    // `bg`, resumes this process and is passed on below.
-                    if let Ok(me) = libc::pid_t::try_from(std::process::id()) {
-                        let _ = sys::kill(me, libc::SIGSTOP);
+                    // The command alone was stopped: on a terminal, stop with
+                    // it, so the shell shows the job stopped; SIGCONT, from
+                    // `fg` or `bg`, resumes this process and is passed on
+                    // below. Off a terminal nobody would resume this process,
+                    // so it waits on; SIGTSTP, not SIGSTOP, so that the kernel
+                    // drops it in an orphaned process group.
+                    if sys::foreground_of_a_terminal() {
+                        if let Ok(me) = libc::pid_t::try_from(std::process::id()) {
+                            let _ = sys::kill(me, libc::SIGTSTP);
+                        }
                     }
                 }
                 ChildState::Running => {}
@@ -192,6 +212,7 @@ impl Drop for SignalForwarder {
         // A signal arriving after `wait` returned is delivered now, with
         // the caller's own disposition.
         let _ = sys::set_signal_mask(&self.previous);
+        sys::restore_disposition(libc::SIGCHLD, &self.previous_sigchld);
     }
 }
 

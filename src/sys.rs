@@ -399,6 +399,55 @@ pub(crate) fn unix_connectable(path: &std::path::Path) -> bool {
         )
 }
 
+/// A signal's disposition, as `sigaction` reports it.
+#[derive(Clone, Copy)]
+pub(crate) struct SignalAction(libc::sigaction);
+
+impl std::fmt::Debug for SignalAction {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("SignalAction")
+    }
+}
+
+/// Gives `signal` its default disposition and returns the one it had.
+pub(crate) fn default_disposition(signal: libc::c_int) -> io::Result<SignalAction> {
+    // SAFETY: sigaction is plain data; all-zero is SIG_DFL with no flags
+    // and an empty mask.
+    let default: libc::sigaction = unsafe { std::mem::zeroed() };
+    // SAFETY: as above, written by the kernel.
+    let mut old: libc::sigaction = unsafe { std::mem::zeroed() };
+    // SAFETY: both pointers are valid sigaction structs for the call.
+    let ret = unsafe { libc::sigaction(signal, &raw const default, &raw mut old) };
+    if ret == 0 {
+        Ok(SignalAction(old))
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
+/// Gives `signal` back the disposition `action` (from
+/// [`default_disposition`]).
+pub(crate) fn restore_disposition(signal: libc::c_int, action: &SignalAction) {
+    // SAFETY: a valid sigaction struct; the old one is not asked for.
+    unsafe {
+        libc::sigaction(signal, &raw const action.0, std::ptr::null_mut());
+    }
+}
+
+/// Whether this process is the foreground job of the terminal on one of
+/// its standard descriptors: only then does stopping it mean anything to
+/// a shell (off a terminal, nothing would ever resume it).
+pub(crate) fn foreground_of_a_terminal() -> bool {
+    // SAFETY: getpgrp takes nothing and cannot fail.
+    let own = unsafe { libc::getpgrp() };
+    (0..3).any(|fd| {
+        // SAFETY: tcgetpgrp on a descriptor number only reads; it fails
+        // with ENOTTY (or EBADF) when the descriptor is no terminal.
+        let foreground = unsafe { libc::tcgetpgrp(fd) };
+        foreground > 0 && foreground == own
+    })
+}
+
 /// A set of signals (`sigset_t`).
 #[derive(Clone, Copy)]
 pub(crate) struct SignalSet(libc::sigset_t);

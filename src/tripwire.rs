@@ -22,6 +22,7 @@ use std::path::{Path, PathBuf};
 use crate::git;
 use crate::prepared::Prepared;
 use crate::report::RootKind;
+use crate::root::Origin;
 
 /// How deep `.git/modules` is searched for submodules' git directories: a
 /// submodule at `libs/net/tls` keeps its own under `modules/libs/net/tls`.
@@ -280,10 +281,12 @@ pub struct Snapshot {
 
 impl Snapshot {
     /// Takes a snapshot of the files that run later under the project a
-    /// prepared policy confines a command to: its first granted directory,
-    /// which is the project root for a policy built by
-    /// [`default_writable`](crate::default_writable). With no granted
-    /// directory there is nothing to watch and every comparison is empty.
+    /// prepared policy confines a command to: its granted root of origin
+    /// [`Origin::Project`], as [`default_writable`](crate::default_writable)
+    /// names it, or, in a policy with no root of that origin, its first
+    /// granted directory. With no granted project (a project that does not
+    /// exist is skipped) there is nothing to watch and every comparison is
+    /// empty.
     ///
     /// # Examples
     ///
@@ -296,11 +299,17 @@ impl Snapshot {
     /// ```
     #[must_use]
     pub fn take(prepared: &Prepared) -> Snapshot {
-        let project = prepared
-            .report()
+        // The project by its origin, not by its place: a project that was
+        // skipped (missing) must not make the state directory or $TMPDIR
+        // the place watched.
+        let report = prepared.report();
+        let named_project = report.granted.iter().any(|g| g.origin == Origin::Project)
+            || report.skipped.iter().any(|s| s.origin == Origin::Project);
+        let project = report
             .granted
             .iter()
-            .find(|g| g.kind == RootKind::Directory)
+            .filter(|g| g.kind == RootKind::Directory)
+            .find(|g| !named_project || g.origin == Origin::Project)
             .map(|g| g.path.clone());
         match project {
             Some(project) => Snapshot::of_project(&project),

@@ -285,3 +285,37 @@ fn a_pipe_nobody_reads() -> Stdio {
     assert!(status.success(), "`true` exited {status}");
     Stdio::from(writer)
 }
+
+/// A relative `SSH_AUTH_SOCK` names nothing a rule could anchor to: it is
+/// left out of the socket list, as a relative cache variable is, instead of
+/// failing the whole policy; an absolute one is listed.
+#[test]
+fn a_relative_ssh_auth_sock_is_ignored_and_an_absolute_one_listed() {
+    let h = FakeHome::new();
+    let sockets = |value: &str| {
+        let mut cmd = h.policy_command(&["--json"]);
+        cmd.env("SSH_AUTH_SOCK", value);
+        let out = output(&mut cmd);
+        assert!(
+            out.status.success(),
+            "SSH_AUTH_SOCK={value}\n{}",
+            show(&out)
+        );
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
+        let mut paths: Vec<String> = Vec::new();
+        for key in ["sockets", "skipped_sockets"] {
+            for s in v[key].as_array().expect("a socket list") {
+                paths.push(s["path"].as_str().expect("a path").to_string());
+            }
+        }
+        paths
+    };
+    assert!(
+        !sockets("agent.sock")
+            .iter()
+            .any(|p| p.ends_with("agent.sock"))
+    );
+    let absolute = h.home.join("agent.sock");
+    let absolute = absolute.to_str().expect("UTF-8");
+    assert!(sockets(absolute).iter().any(|p| p == absolute));
+}

@@ -301,17 +301,47 @@ fn each_forwarded_signal_kills_the_command_and_run_exits_128_plus_n() {
     assert_eq!(out.status.code(), Some(0), "{}", show(&out));
 }
 
+/// Off a terminal (an agent, a pipeline), a command stopped on its own
+/// does not stop `run`: nothing would ever resume it. `run` waits on, and
+/// once the command is resumed it ends with the command's status. (On a
+/// terminal `run` stops with its job: the Ctrl-Z test below.)
 #[test]
-fn a_command_stopped_alone_stops_run_and_sigcont_resumes_both() {
+fn a_command_stopped_alone_off_a_terminal_leaves_run_waiting_and_resumed_it_ends() {
     let h = FakeHome::new();
     let run = spawn_run(&h, &["sh", "-c", "sleep 1; exit 4"]);
     let sh = child_of(run.id());
     kill("STOP", sh);
-    wait_for_state(run.id(), |s| s == Some('T'), "stopped with its command");
-    kill("CONT", run.id());
-    wait_for_state(sh, |s| s != Some('T'), "resumed");
+    wait_for_state(sh, |s| s == Some('T'), "stopped");
+    std::thread::sleep(Duration::from_millis(300));
+    assert_ne!(
+        state(run.id()),
+        Some('T'),
+        "run stopped with nobody to resume it"
+    );
+    kill("CONT", sh);
     let out = run.wait_with_output().expect("wait");
     assert_eq!(out.status.code(), Some(4), "{}", show(&out));
+}
+
+/// A caller that ignores SIGCHLD passes that on through `exec`; `run` still
+/// learns the command's status instead of waiting forever for a child the
+/// kernel reaped by itself.
+#[test]
+fn run_started_with_sigchld_ignored_still_reports_the_command_status() {
+    let h = FakeHome::new();
+    let python = require_tool("python3", "python3");
+    // python3 ignores SIGCHLD, then becomes `run` (the disposition survives
+    // exec); this test, its parent, waits for it as usual.
+    const IGNORING: &str = "import os, signal, sys\n\
+        signal.signal(signal.SIGCHLD, signal.SIG_IGN)\n\
+        os.execv(sys.argv[1], sys.argv[1:])\n";
+    let mut cmd = Command::new(python);
+    cmd.args(["-c", IGNORING, BIN, "run", "--project"])
+        .arg(&h.project)
+        .args(["--", "sh", "-c", "exit 7"]);
+    h.env(&mut cmd);
+    let out = output(&mut cmd);
+    assert_exit(&out, 7, "the command's own status, through run");
 }
 
 /// Runs `run -- python3 -c COUNTER` on a new terminal, waits for the
