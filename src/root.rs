@@ -331,10 +331,19 @@ impl Judge {
             Some(Covers::Home)
         } else if home_chain.iter().skip(1).any(|a| *a == id) {
             Some(Covers::AboveHome)
+        } else if home_chain.is_empty() && is_filesystem_root(id) {
+            // No usable home (HOME unset, relative or missing): whatever
+            // the home is, `/` is above it.
+            Some(Covers::AboveHome)
         } else {
             None
         }
     }
+}
+
+/// Whether `id` is the filesystem root's.
+fn is_filesystem_root(id: (u64, u64)) -> bool {
+    std::fs::metadata("/").is_ok_and(|m| (m.dev(), m.ino()) == id)
 }
 
 /// The identity of `start` and of each directory above it, up to `/`,

@@ -413,3 +413,37 @@ fn a_cache_home_that_is_a_symlink_to_home_is_skipped_not_enumerated() {
     // The granted side: the project.
     assert!(granted.contains(&h.project), "{report:#}");
 }
+
+/// With no usable home directory (HOME relative, as a broken environment
+/// may set it), there is no home to compare with, but `/` is above any
+/// home: a variable naming it is still skipped, while one naming a
+/// directory of its own is granted.
+#[test]
+fn without_a_usable_home_a_variable_naming_root_is_still_skipped() {
+    let h = FakeHome::new();
+    let report = policy(
+        &h,
+        &[],
+        &[
+            ("HOME", OsString::from("relative-home")),
+            ("TMPDIR", OsString::from("/")),
+        ],
+    );
+    let s = skipped(&report, Path::new("/")).expect("/ is skipped");
+    assert_eq!(s["reason"], "widens", "{s:#}");
+    assert!(
+        !granted_paths(&report).contains(&PathBuf::from("/")),
+        "{report:#}"
+    );
+    let own = h.home.join("own-tmp");
+    fs::create_dir_all(&own).expect("mkdir");
+    let report = policy(
+        &h,
+        &[],
+        &[
+            ("HOME", OsString::from("relative-home")),
+            ("TMPDIR", own.clone().into_os_string()),
+        ],
+    );
+    assert!(granted_paths(&report).contains(&own), "{report:#}");
+}
