@@ -65,7 +65,9 @@ Exit status:
        was started in the home directory (or above it) without --project; nothing ran
   5    `run --explain-denials`: refused writes cannot be read here; nothing ran
   126  the command could not be executed
-  127  the command was not found";
+  127  the command was not found
+A command's own status may be any of these too: with `run --json`, the JSON line that
+ends standard error (with \"exit\") is there only when the command ran.";
 
 #[derive(Parser)]
 #[command(name = "strument-sandbox", version, about = "Confine what a command may write, with Linux Landlock", after_help = AFTER_HELP)]
