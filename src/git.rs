@@ -5,7 +5,7 @@ use std::ffi::OsStr;
 use std::fs;
 use std::io::{self, Read};
 use std::os::unix::ffi::OsStrExt;
-use std::os::unix::fs::OpenOptionsExt;
+use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
 use crate::error::PolicyError;
@@ -90,7 +90,10 @@ pub(crate) fn git_dirs(project_root: &Path) -> Result<Vec<Root>, PolicyError> {
             let origin = Origin::Git {
                 pointer: commondir_file,
             };
-            if is_git_dir(&common) {
+            if !points_back(&gitdir, &dotgit) {
+                // Another working tree's gitdir: Policy skips it and says
+                // why, and nothing of its common directory is listed.
+            } else if is_git_dir(&common) {
                 out.extend(
                     COMMON_DIR_PARTS
                         .iter()
@@ -123,6 +126,183 @@ pub(crate) fn git_dirs(project_root: &Path) -> Result<Vec<Root>, PolicyError> {
 /// A pointer the project holds is followed only to one of these.
 pub(crate) fn is_git_dir(dir: &Path) -> bool {
     dir.join("HEAD").is_file() && (dir.join("objects").is_dir() || dir.join("commondir").is_file())
+}
+
+/// Whether the git directory `dir`, reached through the project's `.git`
+/// pointer `dotgit` (a file or a symlink), names this project back, as git
+/// itself records: a linked worktree's gitdir (it has `commondir`) by its
+/// `gitdir` file, which must lead to `dotgit` itself; a repository (a
+/// submodule's `.git/modules/<name>`) by its `core.worktree`, which must
+/// lead to the project directory. Compared by device and inode; relative
+/// paths are relative to `dir`, as git reads them. Anything unreadable,
+/// unset or different is `false`: `.git` rewritten to name another
+/// repository's git directory must not grant its `hooks/` and `config`.
+pub(crate) fn points_back(dir: &Path, dotgit: &Path) -> bool {
+    let Some(project) = dotgit.parent() else {
+        return false;
+    };
+    let (named, expected) = if fs::symlink_metadata(dir.join("commondir")).is_ok() {
+        let Ok(Ok(bytes)) = read_pointer_file(&dir.join("gitdir")) else {
+            return false;
+        };
+        let Ok(named) = parse_git_pointer(&bytes, "") else {
+            return false;
+        };
+        (named, dotgit)
+    } else {
+        let Ok(Ok(bytes)) = read_pointer_file(&dir.join("config")) else {
+            return false;
+        };
+        match core_worktree(&bytes) {
+            Some(named) if !named.as_os_str().is_empty() => (named, project),
+            _ => return false,
+        }
+    };
+    let id = |path: &Path| fs::metadata(path).ok().map(|m| (m.dev(), m.ino()));
+    id(&dir.join(named)).is_some_and(|named| Some(named) == id(expected))
+}
+
+/// The last `core.worktree` a git config file sets, read as git reads it
+/// (`git_parse_source`): section and key names case-insensitive, values
+/// with quotes, escapes and comments, `[core]` without a subsection only.
+/// `None` when it is unset, a boolean, or the file is not one git would
+/// parse. Includes are not followed: a worktree set only there is unset.
+pub(crate) fn core_worktree(config: &[u8]) -> Option<PathBuf> {
+    let mut c = Cursor {
+        bytes: config.strip_prefix(b"\xef\xbb\xbf").unwrap_or(config),
+        at: 0,
+    };
+    let mut in_core = false;
+    let mut found = None;
+    loop {
+        if c.at >= c.bytes.len() {
+            return found;
+        }
+        match c.next()? {
+            b'#' | b';' => while c.next()? != b'\n' {},
+            b if b.is_ascii_whitespace() => {}
+            b'[' => in_core = c.section()?,
+            b if b.is_ascii_alphabetic() => {
+                let mut key = vec![b];
+                let mut b = c.next()?;
+                while b.is_ascii_alphanumeric() || b == b'-' {
+                    key.push(b);
+                    b = c.next()?;
+                }
+                while b == b' ' || b == b'\t' {
+                    b = c.next()?;
+                }
+                let value = match b {
+                    b'\n' => None, // a boolean
+                    b'=' => Some(c.value()?),
+                    _ => return None,
+                };
+                if in_core && key.eq_ignore_ascii_case(b"worktree") {
+                    found = value.map(|v| PathBuf::from(OsStr::from_bytes(&v)));
+                }
+            }
+            _ => return None,
+        }
+    }
+}
+
+/// A position in a config file; past the end it reads `\n` once more,
+/// as git's `get_next_char` does, and then `None`.
+struct Cursor<'a> {
+    bytes: &'a [u8],
+    at: usize,
+}
+
+impl Cursor<'_> {
+    fn next(&mut self) -> Option<u8> {
+        let b = match self.bytes.get(self.at..) {
+            Some([b'\r', b'\n', ..]) => {
+                self.at += 1;
+                b'\n'
+            }
+            Some([0, ..]) => return None,
+            Some([b, ..]) => *b,
+            Some([]) => b'\n',
+            None => return None,
+        };
+        self.at += 1;
+        Some(b)
+    }
+
+    /// After `[`: whether the section is `core`, with no subsection.
+    fn section(&mut self) -> Option<bool> {
+        let mut name = Vec::new();
+        loop {
+            match self.next()? {
+                b']' => return Some(name.eq_ignore_ascii_case(b"core")),
+                b'\n' => return None,
+                b if b.is_ascii_whitespace() => break,
+                b if b.is_ascii_alphanumeric() || b == b'-' || b == b'.' => name.push(b),
+                _ => return None,
+            }
+        }
+        // `[section "subsection"]`: never plain `core`.
+        let mut b = self.next()?;
+        while b.is_ascii_whitespace() && b != b'\n' {
+            b = self.next()?;
+        }
+        if b != b'"' {
+            return None;
+        }
+        loop {
+            match self.next()? {
+                b'\n' => return None,
+                b'"' => break,
+                b'\\' if self.next()? == b'\n' => return None,
+                _ => {}
+            }
+        }
+        (self.next()? == b']').then_some(false)
+    }
+
+    /// After `=`: the value up to the end of its line (`parse_value`).
+    fn value(&mut self) -> Option<Vec<u8>> {
+        let (mut quote, mut comment) = (false, false);
+        let mut value = Vec::new();
+        let mut trim: Option<usize> = None;
+        loop {
+            let b = self.next()?;
+            if b == b'\n' {
+                if quote {
+                    return None;
+                }
+                value.truncate(trim.unwrap_or(value.len()));
+                return Some(value);
+            }
+            if comment {
+                continue;
+            }
+            if b.is_ascii_whitespace() && !quote {
+                if !value.is_empty() {
+                    trim.get_or_insert(value.len());
+                    value.push(b);
+                }
+                continue;
+            }
+            if !quote && (b == b'#' || b == b';') {
+                comment = true;
+                continue;
+            }
+            trim = None;
+            match b {
+                b'\\' => match self.next()? {
+                    b'\n' => {}
+                    b't' => value.push(b'\t'),
+                    b'b' => value.push(8),
+                    b'n' => value.push(b'\n'),
+                    e @ (b'\\' | b'"') => value.push(e),
+                    _ => return None,
+                },
+                b'"' => quote = !quote,
+                _ => value.push(b),
+            }
+        }
+    }
 }
 
 /// The most a pointer file may hold: git writes one short line.
@@ -209,6 +389,40 @@ fn canonical(path: PathBuf) -> PathBuf {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::os::unix::ffi::OsStringExt;
+
+    #[test]
+    fn core_worktree_parsing() {
+        let wt = |s: &[u8]| core_worktree(s).map(|p| p.into_os_string().into_vec());
+        assert_eq!(
+            wt(b"[core]\n\trepositoryformatversion = 0\n\tworktree = ../../../sub\n"),
+            Some(b"../../../sub".to_vec())
+        );
+        // Case-insensitive names, quotes, escapes, comments, CRLF, a key on
+        // the section's line, no final newline, the last one winning.
+        assert_eq!(
+            wt(b"\xef\xbb\xbf# c\n[CORE] WorkTree = \"/a b\" ; c\r\n[core]\nworktree=\"/x\\\"y\"  # z"),
+            Some(b"/x\"y".to_vec())
+        );
+        assert_eq!(
+            wt(b"[core]\nworktree = /a/b  \n[remote \"o\"]\nworktree = /c\n"),
+            Some(b"/a/b".to_vec())
+        );
+        // Not core.worktree: another section, a subsection, a boolean, unset.
+        assert_eq!(wt(b"[core \"x\"]\nworktree = /a\n"), None);
+        assert_eq!(wt(b"[core.x]\nworktree = /a\n"), None);
+        assert_eq!(wt(b"[submodule]\nworktree = /a\n"), None);
+        assert_eq!(wt(b"[core]\nworktree\n"), None);
+        assert_eq!(wt(b"[core]\nbare = false\n"), None);
+        assert_eq!(wt(b""), None);
+        // Files git would not parse.
+        assert_eq!(wt(b"[core]\nworktree = \"/a\n"), None);
+        assert_eq!(wt(b"[core]\nworktree = /a\\q\n"), None);
+        assert_eq!(wt(b"[core\nworktree = /a\n"), None);
+        assert_eq!(wt(b"[core]\n= /a\n"), None);
+        assert_eq!(wt(b"[core]\nworktree = /a\0\n"), None);
+        assert_eq!(wt(b"\x7fELF\x02\x01"), None);
+    }
 
     #[test]
     fn git_pointer_parsing() {

@@ -13,7 +13,7 @@ use landlock::{CompatLevel, Compatible, Ruleset, RulesetAttr};
 use crate::abi::{self, Abi};
 
 use crate::error::{ApplyError, PolicyError};
-use crate::git::{COMMON_DIR_PARTS, COMMON_DIR_REFTABLE, is_git_dir};
+use crate::git::{COMMON_DIR_PARTS, COMMON_DIR_REFTABLE, is_git_dir, points_back};
 use crate::prepared::Prepared;
 use crate::probe::{Availability, probe};
 use crate::report::{Granted, Report, RootKind, SkipReason, Skipped, Warning};
@@ -37,7 +37,9 @@ use crate::terminal::TerminalFilter;
 /// (its [`Origin`] is not [explicit](Origin::is_explicit)) that resolves to
 /// the home directory, an ancestor of it, or an ancestor of the project is
 /// skipped ([`SkipReason::Widens`]); a git root that does not lead to a git
-/// directory likewise ([`SkipReason::NotAGitDirectory`]). A root the caller
+/// directory likewise ([`SkipReason::NotAGitDirectory`]), and one the
+/// project's `.git` leads to that does not name the project back, another
+/// working tree's ([`SkipReason::AnotherWorkingTree`]). A root the caller
 /// named is granted whatever it resolves to, with a [`Warning`] when the
 /// home directory becomes writable. A path converts into a caller-named
 /// root, so `Policy { writable: vec!["/srv/out".into()], ..Policy::default() }` works.
@@ -324,7 +326,12 @@ impl Policy {
                         resolved: resolved(&root),
                     })
                 }
-                _ => None,
+                _ => another_working_tree(&root, origin).map(|project| {
+                    SkipReason::AnotherWorkingTree {
+                        resolved: resolved(&root),
+                        project,
+                    }
+                }),
             };
             if let Some(reason) = refused {
                 let skipped = Skipped::new(path, origin, reason);
@@ -433,6 +440,20 @@ fn leads_to_git(root: &OpenRoot, origin: &Origin) -> bool {
         name == COMMON_DIR_REFTABLE || COMMON_DIR_PARTS.iter().any(|p| name == *p)
     });
     part && dir.file_name() == name && pointer.ends_with("commondir") && is_git_dir(&dir.join(".."))
+}
+
+/// The project, when a git directory its `.git` pointer leads to belongs
+/// to another working tree (see [`points_back`]). A common dir's parts
+/// are listed only for a gitdir that passed, so they are not asked again.
+fn another_working_tree(root: &OpenRoot, origin: &Origin) -> Option<PathBuf> {
+    let Origin::Git { pointer } = origin else {
+        return None;
+    };
+    if pointer.file_name() != Some(".git".as_ref()) {
+        return None;
+    }
+    let dir = root.granted.resolved.as_ref().unwrap_or(&root.granted.path);
+    (!points_back(dir, pointer)).then(|| pointer.parent().unwrap_or(pointer).to_path_buf())
 }
 
 /// Opens `path`; `resolve` asks the kernel what it resolved to.

@@ -145,11 +145,23 @@ pub enum SkipReason {
         /// The path it resolved to.
         resolved: PathBuf,
     },
+    /// A git directory the project's `.git` file or symlink leads to that
+    /// does not name the project back: a linked worktree's gitdir whose
+    /// `gitdir` file does not lead to the project's `.git`, or a repository
+    /// whose `core.worktree` does not lead to the project. It is another
+    /// working tree's, and granting it would make its `hooks/` and `config`
+    /// writable. `--allow` (or [`Origin::Extra`]) grants it anyway.
+    AnotherWorkingTree {
+        /// The path it resolved to.
+        resolved: PathBuf,
+        /// The project whose `.git` led there.
+        project: PathBuf,
+    },
 }
 
 impl SkipReason {
     /// A short, stable name for programs: `missing`, `cannot-open`,
-    /// `widens` or `not-a-git-directory`.
+    /// `widens`, `not-a-git-directory` or `another-working-tree`.
     ///
     /// # Examples
     ///
@@ -163,6 +175,7 @@ impl SkipReason {
             SkipReason::CannotOpen { .. } => "cannot-open",
             SkipReason::Widens { .. } => "widens",
             SkipReason::NotAGitDirectory { .. } => "not-a-git-directory",
+            SkipReason::AnotherWorkingTree { .. } => "another-working-tree",
         }
     }
 }
@@ -183,6 +196,12 @@ impl fmt::Display for SkipReason {
                 f,
                 "resolves to {}, which is not a git directory (no HEAD with objects/ or commondir)",
                 resolved.display()
+            ),
+            SkipReason::AnotherWorkingTree { resolved, project } => write!(
+                f,
+                "resolves to {}, the git directory of another working tree (its gitdir or core.worktree does not name {}); --allow it to grant it anyway",
+                resolved.display(),
+                project.display()
             ),
         }
     }

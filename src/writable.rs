@@ -40,7 +40,10 @@ const TEMP: &[&str] = &["/tmp", "/var/tmp", "/dev/shm"];
 ///   submodule, or as a symlink; and of a worktree's common directory
 ///   (`commondir`) only the parts a worktree writes (`objects/`, `refs/`,
 ///   `logs/`, and `reftable/` when the repository has one), so the main
-///   repository's `hooks/` and `config` stay read-only;
+///   repository's `hooks/` and `config` stay read-only. A git directory
+///   that does not name the project back (a worktree's `gitdir` file, a
+///   submodule's `core.worktree`) is another working tree's: it is listed
+///   for [`Policy`](crate::Policy) to skip, and its common directory is not;
 /// - **temporary space**: `$TMPDIR`, `/tmp`, `/var/tmp`, `/dev/shm`;
 /// - **device files** programs write: `/dev/null`, `/dev/zero`,
 ///   `/dev/full`, `/dev/tty`, `/dev/ptmx`, `/dev/pts`;

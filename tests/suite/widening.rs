@@ -11,7 +11,7 @@ use std::process::Command;
 
 use serde_json::Value;
 
-use super::support::{BIN, FakeHome, output, show};
+use super::support::{BIN, FakeHome, assert_success, output, require_tool, show};
 
 /// `strument-sandbox policy --json` for the fake home's project, with
 /// `vars` added to the fake home's environment.
@@ -140,12 +140,22 @@ fn a_git_symlink_to_home_is_skipped_and_one_to_a_git_dir_granted() {
     symlink(&h.home, &dotgit).expect("ln -s ~ .git");
     let report = policy(&h, &[], &[]);
     assert_skipped_as_widening(&report, &h, &dotgit, "git");
-    // A symlink to a real git directory elsewhere is granted, and says
-    // what it resolved to.
+    // A symlink to a real git directory elsewhere whose core.worktree
+    // names the project back is granted, and says what it resolved to.
     let real = h.home.join("elsewhere/project.git");
     fake_git_dir(&real);
     fs::remove_file(&dotgit).expect("rm .git");
     symlink(&real, &dotgit).expect("ln -s real .git");
+    // Without core.worktree it is another working tree's (a
+    // `--separate-git-dir` clone's too): skipped.
+    let report = policy(&h, &[], &[]);
+    let s = skipped(&report, &dotgit).unwrap_or_else(|| panic!("{report:#}"));
+    assert_eq!(s["reason"], "another-working-tree", "{s:#}");
+    fs::write(
+        real.join("config"),
+        format!("[core]\n\tworktree = {}\n", h.project.display()),
+    )
+    .expect("config");
     let report = policy(&h, &[], &[]);
     let g = report["granted"]
         .as_array()
@@ -155,6 +165,13 @@ fn a_git_symlink_to_home_is_skipped_and_one_to_a_git_dir_granted() {
         .unwrap_or_else(|| panic!("{dotgit:?} not granted: {report:#}"));
     assert_eq!(g["resolved"].as_str(), Some(&*real.to_string_lossy()));
     assert_eq!(g["origin"]["kind"], "git");
+}
+
+/// Makes the worktree gitdir `gitdir` name `project`'s `.git` back, as
+/// `git worktree add` does (an absolute path in its `gitdir` file).
+pub(super) fn point_back(gitdir: &Path, project: &Path) {
+    let back = format!("{}\n", project.join(".git").display());
+    fs::write(gitdir.join("gitdir"), back).expect("gitdir back-pointer");
 }
 
 /// A repository's git directory, as far as the layout check goes.
@@ -179,6 +196,7 @@ fn a_commondir_naming_home_is_skipped_and_a_non_git_gitdir_too() {
     )
     .expect(".git");
     fs::write(gitdir.join("commondir"), format!("{}\n", h.home.display())).expect("commondir");
+    point_back(&gitdir, &h.project);
     let report = policy(&h, &[], &[]);
     assert_skipped_as_widening(&report, &h, &h.home, "git");
     // The worktree's own gitdir is still granted.
@@ -375,6 +393,7 @@ fn a_common_dir_part_planted_as_a_symlink_to_another_repositorys_hooks_is_skippe
     fs::create_dir_all(&gitdir).expect("mkdir");
     fs::write(gitdir.join("HEAD"), "ref: refs/heads/wt\n").expect("HEAD");
     fs::write(gitdir.join("commondir"), format!("{}\n", common.display())).expect("commondir");
+    point_back(&gitdir, &h.project);
     fs::write(
         h.project.join(".git"),
         format!("gitdir: {}\n", gitdir.display()),
@@ -446,4 +465,165 @@ fn without_a_usable_home_a_variable_naming_root_is_still_skipped() {
         ],
     );
     assert!(granted_paths(&report).contains(&own), "{report:#}");
+}
+
+/// `git <args>` in `dir`, with `h`'s environment; it must succeed.
+pub(super) fn git(dir: &Path, h: &FakeHome, args: &[&str]) {
+    let mut cmd = Command::new("git");
+    h.env(&mut cmd);
+    cmd.current_dir(dir).args(args);
+    assert_success(&output(&mut cmd));
+}
+
+/// Real repositories git made in a fake home.
+pub(super) struct Repositories {
+    /// A repository with one commit; the project is its linked worktree.
+    pub(super) main: PathBuf,
+    /// A repository with `main` added as its submodule `sub`.
+    pub(super) superproject: PathBuf,
+    /// That submodule's working tree, whose `.git` file names
+    /// `<superproject>/.git/modules/sub`.
+    pub(super) sub: PathBuf,
+}
+
+/// Makes `main` (one commit), the project as its linked worktree (`git
+/// worktree add`), a second worktree `other-wt`, and `superproject` with
+/// `main` added as its submodule `sub` (`git submodule add`).
+pub(super) fn real_repositories(h: &FakeHome) -> Repositories {
+    require_tool("git", "git");
+    let main = h.home.join("main");
+    fs::create_dir_all(&main).expect("mkdir main");
+    git(&main, h, &["init", "-q", "-b", "main"]);
+    fs::write(main.join("a"), "a\n").expect("a");
+    git(&main, h, &["add", "a"]);
+    git(&main, h, &["commit", "-qm", "a"]);
+    fs::create_dir_all(main.join(".git/hooks")).expect("mkdir hooks");
+    fs::remove_dir(&h.project).expect("rm the empty project");
+    let project = h.project.to_string_lossy();
+    git(
+        &main,
+        h,
+        &["worktree", "add", "-q", &project, "-b", "feature"],
+    );
+    let other = h.home.join("other-wt");
+    let other = other.to_string_lossy();
+    git(&main, h, &["worktree", "add", "-q", &other, "-b", "other"]);
+    let superproject = h.home.join("super");
+    fs::create_dir_all(&superproject).expect("mkdir super");
+    git(&superproject, h, &["init", "-q", "-b", "main"]);
+    let url = main.to_string_lossy();
+    git(
+        &superproject,
+        h,
+        &[
+            "-c",
+            "protocol.file.allow=always",
+            "submodule",
+            "add",
+            "-q",
+            &url,
+            "sub",
+        ],
+    );
+    git(&superproject, h, &["commit", "-qm", "sub"]);
+    let sub = superproject.join("sub");
+    Repositories {
+        main,
+        superproject,
+        sub,
+    }
+}
+
+/// What each granted root of a report resolves to.
+pub(super) fn granted_resolved(report: &Value) -> Vec<PathBuf> {
+    report["granted"]
+        .as_array()
+        .expect("granted is a list")
+        .iter()
+        .map(|g| {
+            let path = g["resolved"].as_str().or(g["path"].as_str()).expect("path");
+            fs::canonicalize(path).unwrap_or_else(|_| path.into())
+        })
+        .collect()
+}
+
+#[test]
+fn a_git_pointer_at_another_working_trees_git_dir_is_skipped_and_real_ones_granted() {
+    let h = FakeHome::new();
+    let r = real_repositories(&h);
+    let main_git = r.main.join(".git");
+    let modules_sub = r.superproject.join(".git/modules/sub");
+    // The granted halves: a real linked worktree gets its own gitdir and
+    // the parts of the common dir, not the common dir whole.
+    let report = policy(&h, &[], &[]);
+    let granted = granted_resolved(&report);
+    assert!(
+        granted.contains(&main_git.join("worktrees/project")),
+        "{report:#}"
+    );
+    assert!(granted.contains(&main_git.join("objects")), "{report:#}");
+    assert!(!granted.contains(&main_git), "{report:#}");
+    assert!(
+        !report["skipped"]
+            .as_array()
+            .expect("skipped is a list")
+            .iter()
+            .any(|s| s["origin"]["kind"] == "git"),
+        "{report:#}"
+    );
+    // A real submodule gets its git directory, which names it back by
+    // core.worktree.
+    let sub = r.sub.to_string_lossy();
+    let report = policy(&h, &["--project", &sub], &[]);
+    assert!(
+        granted_resolved(&report).contains(&modules_sub),
+        "{report:#}"
+    );
+
+    // The reviewer's attack, and the same with every other git directory:
+    // a `.git` file naming one that belongs to another working tree.
+    let dotgit = h.project.join(".git");
+    fs::rename(&dotgit, h.project.join(".git.old")).expect("mv .git .git.old");
+    for target in [
+        main_git.clone(),
+        main_git.join("worktrees/other-wt"),
+        modules_sub.clone(),
+        r.superproject.join(".git"),
+    ] {
+        fs::write(&dotgit, format!("gitdir: {}\n", target.display())).expect(".git");
+        let report = policy(&h, &[], &[]);
+        let s = skipped(&report, &target).unwrap_or_else(|| panic!("{target:?}: {report:#}"));
+        assert_eq!(s["reason"], "another-working-tree", "{s:#}");
+        assert_eq!(s["origin"]["kind"], "git", "{s:#}");
+        // Nothing of it, nor of its common dir, is granted.
+        let granted = granted_resolved(&report);
+        for inside in [
+            target.join("hooks"),
+            target.join("config"),
+            main_git.join("objects"),
+        ] {
+            assert!(
+                !granted.iter().any(|g| inside.starts_with(g)),
+                "{inside:?} writable: {report:#}"
+            );
+        }
+        let w = warnings(&report);
+        assert!(
+            w.contains(&*target.to_string_lossy()) && w.contains("another working tree"),
+            "{report:#}"
+        );
+        // The granted side: the project still is.
+        assert!(granted_paths(&report).contains(&h.project), "{report:#}");
+    }
+    // The same through a `.git` symlink.
+    fs::remove_file(&dotgit).expect("rm .git");
+    symlink(&main_git, &dotgit).expect("ln -s main/.git .git");
+    let report = policy(&h, &[], &[]);
+    let s = skipped(&report, &dotgit).unwrap_or_else(|| panic!("{report:#}"));
+    assert_eq!(s["reason"], "another-working-tree", "{s:#}");
+    assert!(!granted_resolved(&report).contains(&main_git), "{report:#}");
+    // Named explicitly, it is granted: the caller decides.
+    let allow = main_git.to_string_lossy();
+    let report = policy(&h, &["--allow", &allow], &[]);
+    assert!(granted_resolved(&report).contains(&main_git), "{report:#}");
 }

@@ -31,6 +31,9 @@ fn a_worktree_grants_its_gitdir_and_the_parts_of_the_common_dir_it_writes() {
     fs::create_dir_all(&gitdir).expect("mkdir gitdir");
     fs::write(gitdir.join("HEAD"), "ref: refs/heads/wt\n").expect("HEAD");
     fs::write(gitdir.join("commondir"), "../..\n").expect("commondir");
+    // git's back-pointer: the worktree's `.git`, which the gitdir belongs to.
+    let back = format!("{}\n", h.project.join(".git").display());
+    fs::write(gitdir.join("gitdir"), back).expect("gitdir");
     fs::write(
         h.project.join(".git"),
         format!("gitdir: {}\n", gitdir.display()),
@@ -233,6 +236,7 @@ fn commondir_files_get_the_same_scrutiny_as_git_files() {
     let gitdir = h.home.join("repo/.git/worktrees/wt");
     fs::create_dir_all(&gitdir).expect("mkdir gitdir");
     fake_git_dir(&h.home.join("repo/.git"));
+    fs::write(gitdir.join("gitdir"), "../../../../project/.git\n").expect("gitdir");
     fs::write(
         h.project.join(".git"),
         "gitdir: ../repo/.git/worktrees/wt\n",

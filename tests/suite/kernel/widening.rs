@@ -10,6 +10,7 @@ use std::path::Path;
 use std::process::{Command, Output};
 
 use super::super::support::{BIN, FakeHome, assert_success, output, require_tool, show};
+use super::super::widening::{granted_resolved, real_repositories};
 
 fn stderr(out: &Output) -> String {
     String::from_utf8_lossy(&out.stderr).into_owned()
@@ -271,4 +272,54 @@ fn a_linked_worktree_works_and_its_main_repository_keeps_hooks_and_config() {
     assert!(!out.status.success(), "{}", show(&out));
     assert!(stderr(&out).contains("packed-refs.lock"), "{}", show(&out));
     assert!(main.join(".git/refs/heads/topic").is_file());
+}
+
+#[test]
+fn a_worktree_repointing_its_git_file_at_the_main_repository_gets_no_hooks() {
+    let h = FakeHome::new();
+    let r = real_repositories(&h);
+    let main_git = r.main.join(".git");
+    let hook = main_git.join("hooks/post-checkout");
+    // The granted halves: `git commit` works confined in the real linked
+    // worktree and in the real submodule.
+    let commit = "set -e; echo c > c; git add c; git commit -qm c; echo COMMITTED";
+    let out = h.sh(commit);
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("COMMITTED"),
+        "commit in the linked worktree\n{}",
+        show(&out)
+    );
+    let out = output(&mut h.run_command(&r.sub, &[], &["sh", "-c", commit]));
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("COMMITTED"),
+        "commit in the submodule\n{}",
+        show(&out)
+    );
+
+    // The attack, from inside the sandbox, where the project is writable.
+    assert_success(&h.sh(&format!(
+        "mv .git .git.old && echo 'gitdir: {}' > .git",
+        main_git.display()
+    )));
+    // The next sandbox grants nothing of the main repository's git dir.
+    let out = h.sh(&format!(
+        "echo 'touch ~/pwned' > '{}'; echo granted > granted",
+        hook.display()
+    ));
+    assert!(!hook.exists(), "the hook was planted\n{}", show(&out));
+    assert!(h.project.join("granted").is_file(), "{}", show(&out));
+    assert!(
+        stderr(&out).contains("another working tree"),
+        "no warning says why\n{}",
+        show(&out)
+    );
+    let report = output(h.policy_command(&["--json"]).current_dir(&h.project));
+    let report: serde_json::Value = serde_json::from_slice(&report.stdout).expect("JSON");
+    assert!(
+        !granted_resolved(&report)
+            .iter()
+            .any(|g| hook.starts_with(g)),
+        "{report:#}"
+    );
+    h.assert_sentinels_intact();
 }
