@@ -430,7 +430,10 @@ fn leads_to_git(root: &OpenRoot, origin: &Origin) -> bool {
     if root.granted.kind != RootKind::Directory {
         return false;
     }
-    if is_git_dir(dir) {
+    // A `commondir` leads only to parts of a common directory, never to a
+    // whole one: hooks/ and config stay out of a linked worktree's grant.
+    let via_commondir = pointer.file_name() == Some("commondir".as_ref());
+    if !via_commondir && is_git_dir(dir) {
         return true;
     }
     // The part must resolve to a directory of that very name: `objects`
@@ -439,7 +442,22 @@ fn leads_to_git(root: &OpenRoot, origin: &Origin) -> bool {
     let part = name.is_some_and(|name| {
         name == COMMON_DIR_REFTABLE || COMMON_DIR_PARTS.iter().any(|p| name == *p)
     });
-    part && dir.file_name() == name && pointer.ends_with("commondir") && is_git_dir(&dir.join(".."))
+    // And the common directory must be the one git put this worktree's
+    // gitdir in (`<common>/worktrees/<id>`): a `commondir` rewritten by a
+    // confined command to name another repository leads nowhere.
+    let gitdir = pointer.parent().unwrap_or(pointer);
+    part && dir.file_name() == name
+        && via_commondir
+        && is_git_dir(&dir.join(".."))
+        && same_directory(&dir.join(".."), &gitdir.join("../.."))
+}
+
+/// Whether two paths resolve to the same directory (device and inode).
+fn same_directory(a: &Path, b: &Path) -> bool {
+    match (std::fs::metadata(a), std::fs::metadata(b)) {
+        (Ok(a), Ok(b)) => a.is_dir() && (a.dev(), a.ino()) == (b.dev(), b.ino()),
+        _ => false,
+    }
 }
 
 /// The project, when a git directory its `.git` pointer leads to belongs

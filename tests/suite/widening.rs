@@ -389,7 +389,8 @@ fn a_common_dir_part_planted_as_a_symlink_to_another_repositorys_hooks_is_skippe
     fs::create_dir_all(common.join("logs")).expect("mkdir logs");
     fs::write(common.join("HEAD"), "ref: refs/heads/main\n").expect("HEAD");
     symlink(other.join("hooks"), common.join("objects")).expect("plant objects");
-    let gitdir = h.home.join("fake-worktree");
+    // Where git puts a linked worktree's own gitdir: <common>/worktrees/<id>.
+    let gitdir = common.join("worktrees/wt");
     fs::create_dir_all(&gitdir).expect("mkdir");
     fs::write(gitdir.join("HEAD"), "ref: refs/heads/wt\n").expect("HEAD");
     fs::write(gitdir.join("commondir"), format!("{}\n", common.display())).expect("commondir");
@@ -414,6 +415,22 @@ fn a_common_dir_part_planted_as_a_symlink_to_another_repositorys_hooks_is_skippe
             .any(|g| g["resolved"].as_str() == Some(&*other.join("hooks").to_string_lossy())),
         "{report:#}"
     );
+    // A `commondir` rewritten (by a confined command: the worktree's gitdir
+    // is writable) to name another repository leads to none of its parts:
+    // git keeps a worktree's gitdir inside its common directory.
+    for part in ["refs", "logs"] {
+        fs::create_dir_all(other.join(part)).expect("mkdir");
+    }
+    fs::write(gitdir.join("commondir"), format!("{}\n", other.display())).expect("commondir");
+    let report = policy(&h, &[], &[]);
+    let granted = granted_paths(&report);
+    for part in ["objects", "refs", "logs"] {
+        assert!(!granted.contains(&other.join(part)), "{part}: {report:#}");
+        let s = skipped(&report, &other.join(part)).unwrap_or_else(|| panic!("{report:#}"));
+        assert_eq!(s["reason"], "not-a-git-directory", "{s:#}");
+    }
+    assert!(!granted.contains(&other), "{report:#}");
+    assert!(granted.contains(&gitdir), "{report:#}");
 }
 
 #[test]
