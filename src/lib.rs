@@ -46,6 +46,7 @@
 //! [Landlock]: https://docs.kernel.org/userspace-api/landlock.html
 
 #![deny(missing_docs)]
+#![deny(unsafe_code)]
 #![deny(unsafe_op_in_unsafe_fn)]
 #![warn(clippy::missing_errors_doc)]
 // A sandbox library must not panic on paths that can fail at run time.
@@ -69,6 +70,7 @@ mod serialize;
 mod services;
 mod sockets;
 mod supervise;
+#[allow(unsafe_code)]
 mod sys;
 mod terminal;
 mod tripwire;

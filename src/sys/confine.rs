@@ -1,0 +1,96 @@
+//! Enforcing a prepared ruleset and the terminal filter, on the calling
+//! thread or on a child between `fork` and `exec`. The functions used
+//! there call nothing but `prctl`, `seccomp` and `landlock_restrict_self`,
+//! all async-signal-safe, and build their error from the raw errno
+//! without allocating.
+
+use std::io;
+use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::unix::process::CommandExt;
+use std::process::Command;
+use std::sync::Arc;
+
+use super::landlock::RESTRICT_SELF_TSYNC;
+use super::seccomp::install_seccomp_filter;
+use crate::terminal::TerminalFilter;
+
+/// Sets `no_new_privs`, which `landlock_restrict_self` requires of an
+/// unprivileged caller and which stops a setuid binary from escaping.
+fn set_no_new_privs() -> io::Result<()> {
+    // SAFETY: PR_SET_NO_NEW_PRIVS takes integer arguments only.
+    let ret = unsafe { libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) };
+    if ret == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
+/// Why [`restrict_self`] failed: which of its steps.
+#[derive(Debug)]
+pub(crate) enum RestrictError {
+    /// `prctl(PR_SET_NO_NEW_PRIVS)` or `landlock_restrict_self`.
+    Landlock(io::Error),
+    /// The terminal filter's `seccomp(SECCOMP_SET_MODE_FILTER)`.
+    Seccomp(io::Error),
+}
+
+impl From<RestrictError> for io::Error {
+    fn from(e: RestrictError) -> io::Error {
+        match e {
+            RestrictError::Landlock(e) | RestrictError::Seccomp(e) => e,
+        }
+    }
+}
+
+/// Enforces the ruleset `fd` and the terminal filter on the calling thread
+/// (every thread with [`RESTRICT_SELF_TSYNC`]), after setting
+/// `no_new_privs`. The filter goes first: if it cannot be installed,
+/// Landlock is not enforced either, and the caller refuses; if Landlock
+/// then fails, the process is left with a filter that only refuses two
+/// ioctls, and the caller still refuses.
+pub(crate) fn restrict_self(
+    fd: &OwnedFd,
+    flags: u32,
+    filter: &TerminalFilter,
+) -> Result<(), RestrictError> {
+    set_no_new_privs().map_err(RestrictError::Landlock)?;
+    install_seccomp_filter(filter.instructions(), flags & RESTRICT_SELF_TSYNC != 0)
+        .map_err(RestrictError::Seccomp)?;
+    // SAFETY: the fd is a live ruleset descriptor borrowed for the call; the
+    // kernel takes a reference of its own and reads no user memory.
+    let ret = unsafe { libc::syscall(libc::SYS_landlock_restrict_self, fd.as_raw_fd(), flags) };
+    if ret == 0 {
+        Ok(())
+    } else {
+        Err(RestrictError::Landlock(io::Error::last_os_error()))
+    }
+}
+
+/// Arranges for `cmd`'s child to enforce the ruleset `fd` and the terminal
+/// filter on itself between `fork` and `exec`. The parent stays unconfined.
+pub(crate) fn confine_before_exec(cmd: &mut Command, fd: Arc<OwnedFd>, filter: TerminalFilter) {
+    confine_before_exec_with(cmd, fd, filter, 0);
+}
+
+/// `LANDLOCK_RESTRICT_SELF_LOG_NEW_EXEC_ON` (ABI 7): keep logging refused
+/// accesses to the audit log after `execve`, where the kernel stops by default.
+pub(crate) const RESTRICT_SELF_LOG_NEW_EXEC_ON: u32 = 1 << 1;
+
+/// As [`confine_before_exec`], with `landlock_restrict_self` flags.
+pub(crate) fn confine_before_exec_with(
+    cmd: &mut Command,
+    fd: Arc<OwnedFd>,
+    filter: TerminalFilter,
+    flags: u32,
+) {
+    let hook = move || restrict_self(&fd, flags, &filter).map_err(io::Error::from);
+    // SAFETY: the hook runs in the forked child and only performs three
+    // async-signal-safe syscalls (prctl, seccomp, landlock_restrict_self)
+    // on a descriptor and a program built by the parent; building an
+    // io::Error from a raw errno does not allocate. Nothing else from the
+    // parent's state is touched.
+    unsafe {
+        cmd.pre_exec(hook);
+    }
+}

@@ -1,0 +1,162 @@
+//! Signal masks, dispositions and synchronous waiting for signals.
+
+use std::io;
+use std::os::unix::process::CommandExt;
+use std::process::Command;
+
+/// A signal's disposition, as `sigaction` reports it.
+#[derive(Clone, Copy)]
+pub(crate) struct SignalAction(libc::sigaction);
+
+impl std::fmt::Debug for SignalAction {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("SignalAction")
+    }
+}
+
+/// Gives `signal` its default disposition and returns the one it had.
+pub(crate) fn default_disposition(signal: libc::c_int) -> io::Result<SignalAction> {
+    // SAFETY: sigaction is plain data; all-zero is SIG_DFL with no flags
+    // and an empty mask.
+    let default: libc::sigaction = unsafe { std::mem::zeroed() };
+    // SAFETY: as above, written by the kernel.
+    let mut old: libc::sigaction = unsafe { std::mem::zeroed() };
+    // SAFETY: both pointers are valid sigaction structs for the call.
+    let ret = unsafe { libc::sigaction(signal, &raw const default, &raw mut old) };
+    if ret == 0 {
+        Ok(SignalAction(old))
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
+/// Gives `signal` back the disposition `action` (from
+/// [`default_disposition`]).
+pub(crate) fn restore_disposition(signal: libc::c_int, action: &SignalAction) {
+    // SAFETY: a valid sigaction struct; the old one is not asked for.
+    unsafe {
+        libc::sigaction(signal, &raw const action.0, std::ptr::null_mut());
+    }
+}
+
+/// Whether this process is the foreground job of the terminal on one of
+/// its standard descriptors: only then does stopping it mean anything to
+/// a shell (off a terminal, nothing would ever resume it).
+pub(crate) fn foreground_of_a_terminal() -> bool {
+    // SAFETY: getpgrp takes nothing and cannot fail.
+    let own = unsafe { libc::getpgrp() };
+    (0..3).any(|fd| {
+        // SAFETY: tcgetpgrp on a descriptor number only reads; it fails
+        // with ENOTTY (or EBADF) when the descriptor is no terminal.
+        let foreground = unsafe { libc::tcgetpgrp(fd) };
+        foreground > 0 && foreground == own
+    })
+}
+
+/// A set of signals (`sigset_t`).
+#[derive(Clone, Copy)]
+pub(crate) struct SignalSet(libc::sigset_t);
+
+impl SignalSet {
+    /// The set holding exactly `signals`.
+    pub(crate) fn of(signals: &[libc::c_int]) -> SignalSet {
+        // SAFETY: sigset_t is plain data; sigemptyset initialises it, and
+        // sigaddset only fails (EINVAL) for a number that is no signal,
+        // which leaves the set as it was.
+        unsafe {
+            let mut set: libc::sigset_t = std::mem::zeroed();
+            libc::sigemptyset(&raw mut set);
+            for &signal in signals {
+                libc::sigaddset(&raw mut set, signal);
+            }
+            SignalSet(set)
+        }
+    }
+}
+
+/// Blocks `set` in the calling thread and returns the mask it had before.
+pub(crate) fn block_signals(set: &SignalSet) -> io::Result<SignalSet> {
+    // SAFETY: sigset_t is plain data, written by pthread_sigmask.
+    let mut old: libc::sigset_t = unsafe { std::mem::zeroed() };
+    // SAFETY: both pointers are valid sigset_t for the call.
+    let ret = unsafe { libc::pthread_sigmask(libc::SIG_BLOCK, &raw const set.0, &raw mut old) };
+    if ret == 0 {
+        Ok(SignalSet(old))
+    } else {
+        Err(io::Error::from_raw_os_error(ret))
+    }
+}
+
+/// Sets the calling thread's signal mask to `mask`.
+pub(crate) fn set_signal_mask(mask: &SignalSet) -> io::Result<()> {
+    // SAFETY: a valid sigset_t; the old mask is not asked for.
+    let ret = unsafe {
+        libc::pthread_sigmask(libc::SIG_SETMASK, &raw const mask.0, std::ptr::null_mut())
+    };
+    if ret == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::from_raw_os_error(ret))
+    }
+}
+
+/// Arranges for `cmd`'s child to set its signal mask to `mask` before
+/// `exec`: a mask blocked in the parent would otherwise be inherited.
+pub(crate) fn set_signal_mask_before_exec(cmd: &mut Command, mask: SignalSet) {
+    let hook = move || set_signal_mask(&mask);
+    // SAFETY: the hook runs in the forked child and performs one
+    // async-signal-safe call (pthread_sigmask, i.e. rt_sigprocmask) on a
+    // copy of the mask; the error is built from the errno without
+    // allocating.
+    unsafe {
+        cmd.pre_exec(hook);
+    }
+}
+
+/// A signal taken by [`wait_signal`]: its number, `si_code` (who sent it:
+/// `SI_USER` for `kill`, `SI_KERNEL` for the terminal, …) and the
+/// sender's pid.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct SignalInfo {
+    pub(crate) signal: libc::c_int,
+    pub(crate) code: libc::c_int,
+    pub(crate) pid: libc::pid_t,
+}
+
+/// Takes one pending signal of `set` (which must be blocked), waiting at
+/// most `timeout` (forever with `None`). `None` when the time ran out or a
+/// signal outside the set interrupted the wait.
+pub(crate) fn wait_signal(
+    set: &SignalSet,
+    timeout: Option<std::time::Duration>,
+) -> io::Result<Option<SignalInfo>> {
+    // SAFETY: siginfo_t is plain data, written by the kernel.
+    let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
+    let ret = match timeout {
+        Some(t) => {
+            let ts = libc::timespec {
+                tv_sec: libc::time_t::try_from(t.as_secs()).unwrap_or(libc::time_t::MAX),
+                tv_nsec: libc::c_long::from(t.subsec_nanos().min(999_999_999) as i32),
+            };
+            // SAFETY: valid set, siginfo and timespec for the call.
+            unsafe { libc::sigtimedwait(&raw const set.0, &raw mut info, &raw const ts) }
+        }
+        // SAFETY: valid set and siginfo for the call.
+        None => unsafe { libc::sigwaitinfo(&raw const set.0, &raw mut info) },
+    };
+    if ret < 0 {
+        let err = io::Error::last_os_error();
+        return match err.raw_os_error() {
+            Some(libc::EAGAIN | libc::EINTR) => Ok(None),
+            _ => Err(err),
+        };
+    }
+    Ok(Some(SignalInfo {
+        signal: info.si_signo,
+        code: info.si_code,
+        // SAFETY: the kernel filled `info` for a signal; si_pid reads the
+        // union's kill/child member, which every signal the callers wait
+        // for (kill, terminal, SIGCHLD) carries.
+        pid: unsafe { info.si_pid() },
+    }))
+}
