@@ -27,7 +27,7 @@ probe=$("$SANDBOX" probe 2>&1) || probe_status=$?
 fact "probe-exit: $probe_status"
 while IFS= read -r line; do
   case $line in
-    landlock:* | abi:* | reason:* | errno:*) fact "probe: $line" ;;
+    landlock:* | abi:* | reason:* | errno:* | hint:*) fact "probe: $line" ;;
   esac
 done <<<"$probe"
 

@@ -201,6 +201,12 @@ fn a_profile_without_landlock_makes_run_refuse() {
         show(&out)
     );
     assert_eq!(fact(&stdout, "probe: errno"), "38", "{}", show(&out));
+    // So the hint names the container's profile beside the kernel.
+    assert!(
+        fact(&stdout, "probe: hint").contains("a seccomp profile older than Landlock"),
+        "{}",
+        show(&out)
+    );
 }
 
 /// Without podman the tier fails, naming the packages: it never passes by
