@@ -52,10 +52,10 @@
 // A sandbox library must not panic on paths that can fail at run time.
 #![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
 
-mod abi;
-mod denials;
+pub mod abi;
+pub mod denials;
 mod error;
-mod explain;
+pub mod explain;
 #[cfg(fuzzing)]
 #[doc(hidden)]
 pub mod fuzzing;
@@ -64,21 +64,22 @@ mod policy;
 mod prepared;
 mod probe;
 mod report;
-mod root;
+pub mod root;
 #[cfg(feature = "serde")]
 mod serialize;
-mod services;
-mod sockets;
-mod supervise;
+pub mod services;
+pub mod session;
+pub mod sockets;
 #[allow(unsafe_code)]
 mod sys;
 mod terminal;
-mod tripwire;
-mod writable;
+pub mod tripwire;
+mod wait;
+pub mod writable;
 
 pub use abi::Feature;
 pub use denials::{Advice, Audited, Denial};
-pub use error::{ApplyError, DenialLogError, ExplainError, PolicyError, ProbeError};
+pub use error::{ApplyError, DenialLogError, ExplainError, PolicyError, ProbeError, SessionError};
 pub use explain::{Explanation, Verdict};
 pub use policy::Policy;
 pub use prepared::Prepared;
@@ -86,8 +87,8 @@ pub use probe::{Availability, Limitation, probe};
 pub use report::{Granted, Report, RootKind, SkipReason, Skipped, Warning};
 pub use root::{Covers, Origin, Root, Variable, covers_home};
 pub use services::{Service, ServiceKind, reachable_services};
+pub use session::{Finished, Session, SessionBuilder};
 pub use sockets::{GrantedSocket, SkippedSocket, Socket, SocketReason, default_sockets};
-pub use supervise::SignalForwarder;
 pub use tripwire::{Change, ChangeKind, Snapshot};
 pub use writable::{create_missing_caches, default_writable};
 
