@@ -50,7 +50,7 @@ impl Denial {
     /// # Examples
     ///
     /// ```
-    /// assert_eq!(strument_sandbox::Denial::describe_blocker("fs.make_reg"), "creating a file");
+    /// assert_eq!(strument_sandbox::denials::Denial::describe_blocker("fs.make_reg"), "creating a file");
     /// ```
     #[must_use]
     pub fn what(&self) -> String {
@@ -68,7 +68,7 @@ impl Denial {
     /// # Examples
     ///
     /// ```
-    /// use strument_sandbox::Denial;
+    /// use strument_sandbox::denials::Denial;
     /// assert_eq!(Denial::describe_blocker("fs.refer"), "moving or linking between places");
     /// assert_eq!(Denial::describe_blocker("net.bind_udp"), "an access");
     /// ```
@@ -100,7 +100,7 @@ impl Denial {
     /// # Examples
     ///
     /// ```
-    /// # fn check(d: &strument_sandbox::Denial) {
+    /// # fn check(d: &strument_sandbox::denials::Denial) {
     /// let preposition = if d.in_directory() { "in" } else { "on" };
     /// # }
     /// ```
@@ -118,7 +118,7 @@ impl Denial {
     ///
     /// ```no_run
     /// use std::process::Command;
-    /// use strument_sandbox::{Advice, Policy};
+    /// use strument_sandbox::{denials::Advice, Policy};
     ///
     /// let prepared = Policy { writable: vec!["/home/me/project".into()], ..Policy::default() }.prepare()?;
     /// let audited = prepared.status_with_denials(&mut Command::new("make"))?;

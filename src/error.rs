@@ -111,7 +111,7 @@ pub enum ApplyError {
         "refusing to confine 1 of {threads} threads: Landlock ABI {abi} confines only the \
          calling thread (ABI {} adds TSYNC); apply before starting threads, or confine a \
          child command with Prepared::confine",
-        crate::Feature::Tsync.since_abi()
+        crate::abi::Feature::Tsync.since_abi()
     )]
     Threads {
         /// How many threads the process has.

@@ -353,7 +353,7 @@ impl SessionBuilder {
 
     /// Whether [`SessionBuilder::open`] creates the missing toolchain
     /// caches first (it does unless told otherwise; see
-    /// [`create_missing_caches`](crate::writable::create_missing_caches)).
+    /// [`writable::create_missing_caches`](crate::writable::create_missing_caches)).
     /// A cache missing when the session opens stays unwritable for it.
     ///
     /// # Examples
