@@ -8,7 +8,8 @@ use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
 use crate::error::ExplainError;
-use crate::report::{Granted, Report, RootKind, Skipped};
+use crate::report::{Granted, Report, Skipped};
+use crate::root::RootKind;
 
 /// The kernel's limit on symlinks followed while resolving one path
 /// (`MAXSYMLINKS`); past it, `open(2)` fails with `ELOOP`.

@@ -10,9 +10,9 @@ use crate::denials::{self, Audited};
 use crate::error::{ApplyError, DenialLogError};
 use crate::probe::Availability;
 use crate::report::Report;
-use crate::supervise::SignalForwarder;
 use crate::sys;
 use crate::terminal::TerminalFilter;
+use crate::wait::{PlainWait, Waiter};
 
 /// A policy whose ruleset is built but not yet enforced.
 ///
@@ -155,13 +155,11 @@ impl Prepared {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn status_with_denials(&self, cmd: &mut Command) -> Result<Audited, DenialLogError> {
-        denials::status_with_denials(&self.availability, &self.ruleset, &self.filter, cmd, None)
+        self.status_with_denials_waiting(cmd, &mut PlainWait)
     }
 
-    /// [`Prepared::status_with_denials`], waiting for the command with
-    /// `forwarder`: signals sent to the caller reach the command, and job
-    /// control keeps working (see [`SignalForwarder`]). Install the
-    /// forwarder before calling this.
+    /// [`Prepared::status_with_denials`], with the command started and
+    /// reaped by `waiter` (the CLI's forwards signals while it waits).
     ///
     /// # Errors
     ///
@@ -171,26 +169,19 @@ impl Prepared {
     ///
     /// ```no_run
     /// use std::process::Command;
-    /// use strument_sandbox::{Policy, SignalForwarder};
+    /// use strument_sandbox::{Policy, session::PlainWait};
     ///
     /// let prepared = Policy { writable: vec!["/home/me/project".into()], ..Policy::default() }.prepare()?;
-    /// let forwarder = SignalForwarder::install()?;
-    /// let audited = prepared.status_with_denials_forwarding(&mut Command::new("make"), &forwarder)?;
+    /// let audited = prepared.status_with_denials_waiting(&mut Command::new("make"), &mut PlainWait)?;
     /// println!("{} refused", audited.denials.len());
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
-    pub fn status_with_denials_forwarding(
+    pub fn status_with_denials_waiting(
         &self,
         cmd: &mut Command,
-        forwarder: &SignalForwarder,
+        waiter: &mut dyn Waiter,
     ) -> Result<Audited, DenialLogError> {
-        denials::status_with_denials(
-            &self.availability,
-            &self.ruleset,
-            &self.filter,
-            cmd,
-            Some(forwarder),
-        )
+        denials::status_with_denials(&self.availability, &self.ruleset, &self.filter, cmd, waiter)
     }
 }
 

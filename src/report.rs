@@ -2,50 +2,17 @@
 //! skipped, and the warnings.
 
 use std::fmt;
-use std::io;
 use std::path::{Path, PathBuf};
 
 use crate::abi;
+use crate::abi::Limitation;
 use crate::error::ExplainError;
 use crate::explain::{self, Explanation};
-use crate::probe::Limitation;
-use crate::root::{Covers, Origin};
+use crate::root::{Origin, RootKind, SkipReason};
 use crate::services::Service;
 use crate::sockets::{GrantedSocket, SkippedSocket};
 #[cfg(doc)]
 use crate::{Policy, Prepared};
-
-/// What a root was found to be when it was opened.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum RootKind {
-    /// A directory: every write right, for everything beneath it.
-    Directory,
-    /// A regular file (a lock file, say): write and truncate only.
-    File,
-    /// A device node, fifo or socket (`/dev/null`, `/dev/tty`): write and
-    /// truncate only, since directory rights on it are meaningless and the
-    /// kernel refuses them.
-    Special,
-}
-
-impl RootKind {
-    /// A short, stable name for programs.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// assert_eq!(strument_sandbox::RootKind::Directory.name(), "directory");
-    /// ```
-    #[must_use]
-    pub fn name(&self) -> &'static str {
-        match self {
-            RootKind::Directory => "directory",
-            RootKind::File => "file",
-            RootKind::Special => "special",
-        }
-    }
-}
 
 /// A root a rule was anchored to.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -110,99 +77,6 @@ impl Skipped {
             path: path.to_path_buf(),
             origin: origin.clone(),
             reason,
-        }
-    }
-}
-
-/// Why a root grants nothing.
-#[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum SkipReason {
-    /// The path (or a directory on the way) does not exist. Creating it
-    /// later does not make it writable: rules anchor to inodes, and there
-    /// was none.
-    Missing,
-    /// The path exists but could not be opened; `errno` says why
-    /// (`EACCES` on a directory on the way, `ELOOP`, `ENAMETOOLONG`, …).
-    CannotOpen {
-        /// The errno of the `open(O_PATH)`.
-        errno: i32,
-    },
-    /// The root came from the environment, the project's `.git` or a
-    /// built-in list, and resolves to the home directory, an ancestor of
-    /// it, or an ancestor of the project: granting it would widen the
-    /// sandbox to what it protects. Only a root the caller names may be
-    /// that wide.
-    Widens {
-        /// What it covers.
-        covers: Covers,
-        /// The path it resolved to.
-        resolved: PathBuf,
-    },
-    /// A git root (from `.git` or a `commondir`) that does not lead to a
-    /// git directory (`HEAD` and `objects/`, or `HEAD` and `commondir`).
-    NotAGitDirectory {
-        /// The path it resolved to.
-        resolved: PathBuf,
-    },
-    /// A git directory the project's `.git` file or symlink leads to that
-    /// does not name the project back: a linked worktree's gitdir whose
-    /// `gitdir` file does not lead to the project's `.git`, or a repository
-    /// whose `core.worktree` does not lead to the project. It is another
-    /// working tree's, and granting it would make its `hooks/` and `config`
-    /// writable. `--allow` (or [`Origin::Extra`]) grants it anyway.
-    AnotherWorkingTree {
-        /// The path it resolved to.
-        resolved: PathBuf,
-        /// The project whose `.git` led there.
-        project: PathBuf,
-    },
-}
-
-impl SkipReason {
-    /// A short, stable name for programs: `missing`, `cannot-open`,
-    /// `widens`, `not-a-git-directory` or `another-working-tree`.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// assert_eq!(strument_sandbox::SkipReason::Missing.name(), "missing");
-    /// ```
-    #[must_use]
-    pub fn name(&self) -> &'static str {
-        match self {
-            SkipReason::Missing => "missing",
-            SkipReason::CannotOpen { .. } => "cannot-open",
-            SkipReason::Widens { .. } => "widens",
-            SkipReason::NotAGitDirectory { .. } => "not-a-git-directory",
-            SkipReason::AnotherWorkingTree { .. } => "another-working-tree",
-        }
-    }
-}
-
-impl fmt::Display for SkipReason {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            SkipReason::Missing => f.write_str("does not exist"),
-            SkipReason::CannotOpen { errno } => {
-                write!(f, "cannot open: {}", io::Error::from_raw_os_error(*errno))
-            }
-            SkipReason::Widens { covers, resolved } => write!(
-                f,
-                "resolves to {}, {covers}: only a root named by the caller may be that wide",
-                resolved.display()
-            ),
-            SkipReason::NotAGitDirectory { resolved } => write!(
-                f,
-                "resolves to {}, which is not a git directory (no HEAD with objects/ or commondir)",
-                resolved.display()
-            ),
-            SkipReason::AnotherWorkingTree { resolved, project } => write!(
-                f,
-                "resolves to {}, the git directory of another working tree (its gitdir or core.worktree does not name {}); --allow it to grant it anyway",
-                resolved.display(),
-                project.display()
-            ),
         }
     }
 }
@@ -358,7 +232,7 @@ impl Report {
     /// # Examples
     ///
     /// ```
-    /// use strument_sandbox::{Policy, Verdict};
+    /// use strument_sandbox::{Policy, explain::Verdict};
     ///
     /// let project = tempfile::tempdir()?;
     /// let report = Policy { writable: vec![project.path().to_path_buf().into()], ..Policy::default() }.check()?;

@@ -9,6 +9,7 @@
 
 use std::cell::OnceCell;
 use std::fmt;
+use std::io;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
@@ -210,6 +211,131 @@ impl fmt::Display for Origin {
     }
 }
 
+/// What a root was found to be when it was opened.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum RootKind {
+    /// A directory: every write right, for everything beneath it.
+    Directory,
+    /// A regular file (a lock file, say): write and truncate only.
+    File,
+    /// A device node, fifo or socket (`/dev/null`, `/dev/tty`): write and
+    /// truncate only, since directory rights on it are meaningless and the
+    /// kernel refuses them.
+    Special,
+}
+
+impl RootKind {
+    /// A short, stable name for programs.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// assert_eq!(strument_sandbox::root::RootKind::Directory.name(), "directory");
+    /// ```
+    #[must_use]
+    pub fn name(&self) -> &'static str {
+        match self {
+            RootKind::Directory => "directory",
+            RootKind::File => "file",
+            RootKind::Special => "special",
+        }
+    }
+}
+
+/// Why a root grants nothing.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum SkipReason {
+    /// The path (or a directory on the way) does not exist. Creating it
+    /// later does not make it writable: rules anchor to inodes, and there
+    /// was none.
+    Missing,
+    /// The path exists but could not be opened; `errno` says why
+    /// (`EACCES` on a directory on the way, `ELOOP`, `ENAMETOOLONG`, …).
+    CannotOpen {
+        /// The errno of the `open(O_PATH)`.
+        errno: i32,
+    },
+    /// The root came from the environment, the project's `.git` or a
+    /// built-in list, and resolves to the home directory, an ancestor of
+    /// it, or an ancestor of the project: granting it would widen the
+    /// sandbox to what it protects. Only a root the caller names may be
+    /// that wide.
+    Widens {
+        /// What it covers.
+        covers: Covers,
+        /// The path it resolved to.
+        resolved: PathBuf,
+    },
+    /// A git root (from `.git` or a `commondir`) that does not lead to a
+    /// git directory (`HEAD` and `objects/`, or `HEAD` and `commondir`).
+    NotAGitDirectory {
+        /// The path it resolved to.
+        resolved: PathBuf,
+    },
+    /// A git directory the project's `.git` file or symlink leads to that
+    /// does not name the project back: a linked worktree's gitdir whose
+    /// `gitdir` file does not lead to the project's `.git`, or a repository
+    /// whose `core.worktree` does not lead to the project. It is another
+    /// working tree's, and granting it would make its `hooks/` and `config`
+    /// writable. `--allow` (or [`Origin::Extra`]) grants it anyway.
+    AnotherWorkingTree {
+        /// The path it resolved to.
+        resolved: PathBuf,
+        /// The project whose `.git` led there.
+        project: PathBuf,
+    },
+}
+
+impl SkipReason {
+    /// A short, stable name for programs: `missing`, `cannot-open`,
+    /// `widens`, `not-a-git-directory` or `another-working-tree`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// assert_eq!(strument_sandbox::SkipReason::Missing.name(), "missing");
+    /// ```
+    #[must_use]
+    pub fn name(&self) -> &'static str {
+        match self {
+            SkipReason::Missing => "missing",
+            SkipReason::CannotOpen { .. } => "cannot-open",
+            SkipReason::Widens { .. } => "widens",
+            SkipReason::NotAGitDirectory { .. } => "not-a-git-directory",
+            SkipReason::AnotherWorkingTree { .. } => "another-working-tree",
+        }
+    }
+}
+
+impl fmt::Display for SkipReason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            SkipReason::Missing => f.write_str("does not exist"),
+            SkipReason::CannotOpen { errno } => {
+                write!(f, "cannot open: {}", io::Error::from_raw_os_error(*errno))
+            }
+            SkipReason::Widens { covers, resolved } => write!(
+                f,
+                "resolves to {}, {covers}: only a root named by the caller may be that wide",
+                resolved.display()
+            ),
+            SkipReason::NotAGitDirectory { resolved } => write!(
+                f,
+                "resolves to {}, which is not a git directory (no HEAD with objects/ or commondir)",
+                resolved.display()
+            ),
+            SkipReason::AnotherWorkingTree { resolved, project } => write!(
+                f,
+                "resolves to {}, the git directory of another working tree (its gitdir or core.worktree does not name {}); --allow it to grant it anyway",
+                resolved.display(),
+                project.display()
+            ),
+        }
+    }
+}
+
 /// What a root resolves to that makes it too wide to be derived.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]
@@ -228,7 +354,7 @@ impl Covers {
     /// # Examples
     ///
     /// ```
-    /// assert_eq!(strument_sandbox::Covers::AboveHome.name(), "above-home");
+    /// assert_eq!(strument_sandbox::root::Covers::AboveHome.name(), "above-home");
     /// ```
     #[must_use]
     pub fn name(&self) -> &'static str {
@@ -374,7 +500,7 @@ fn chain(start: &Path) -> Vec<(u64, u64)> {
 /// # Examples
 ///
 /// ```
-/// use strument_sandbox::{Covers, covers_home};
+/// use strument_sandbox::{root::Covers, root::covers_home};
 /// if let Some(home) = std::env::var_os("HOME").map(std::path::PathBuf::from) {
 ///     if home.is_dir() {
 ///         assert_eq!(covers_home(&home), Some(Covers::Home));

@@ -11,12 +11,13 @@ use std::path::Path;
 use serde::ser::{Serialize, SerializeStruct as _, Serializer};
 
 use crate::abi::Feature;
+use crate::abi::Limitation;
 use crate::denials::{Advice, Denial};
 use crate::error::ProbeError;
 use crate::explain::{Explanation, Verdict};
-use crate::probe::{Availability, Limitation};
-use crate::report::{Granted, Report, RootKind, SkipReason, Skipped, Warning};
-use crate::root::{Covers, Origin, Root};
+use crate::probe::Availability;
+use crate::report::{Granted, Report, Skipped, Warning};
+use crate::root::{Covers, Origin, Root, RootKind, SkipReason};
 use crate::services::{Service, ServiceKind};
 use crate::sockets::{GrantedSocket, SkippedSocket, Socket, SocketReason};
 use crate::tripwire::{Change, ChangeKind};

@@ -40,7 +40,7 @@ impl ServiceKind {
     /// # Examples
     ///
     /// ```
-    /// assert_eq!(strument_sandbox::ServiceKind::Tmux.name(), "tmux");
+    /// assert_eq!(strument_sandbox::services::ServiceKind::Tmux.name(), "tmux");
     /// ```
     #[must_use]
     pub fn name(&self) -> &'static str {
@@ -61,7 +61,7 @@ impl ServiceKind {
     /// # Examples
     ///
     /// ```
-    /// assert!(strument_sandbox::ServiceKind::Tmux.allows().contains("run-shell"));
+    /// assert!(strument_sandbox::services::ServiceKind::Tmux.allows().contains("run-shell"));
     /// ```
     #[must_use]
     pub fn allows(&self) -> &'static str {
@@ -90,7 +90,7 @@ impl ServiceKind {
 /// # Examples
 ///
 /// ```
-/// for s in strument_sandbox::reachable_services() {
+/// for s in strument_sandbox::services::reachable_services() {
 ///     println!("{s}");
 /// }
 /// ```
@@ -129,7 +129,7 @@ impl fmt::Display for Service {
 /// # Examples
 ///
 /// ```
-/// let services = strument_sandbox::reachable_services();
+/// let services = strument_sandbox::services::reachable_services();
 /// assert!(services.iter().all(|s| s.path.is_absolute()));
 /// ```
 #[must_use]

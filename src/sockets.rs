@@ -10,7 +10,7 @@
 use std::fmt;
 use std::path::{Path, PathBuf};
 
-use crate::report::{RootKind, SkipReason};
+use crate::root::{RootKind, SkipReason};
 
 /// A place a confined command may connect to unix sockets: a socket file,
 /// or a directory (every socket beneath it).
@@ -18,7 +18,7 @@ use crate::report::{RootKind, SkipReason};
 /// # Examples
 ///
 /// ```
-/// use strument_sandbox::{Socket, SocketReason};
+/// use strument_sandbox::{Socket, sockets::SocketReason};
 /// let db = Socket::new("/run/postgresql/.s.PGSQL.5432", SocketReason::Caller);
 /// assert_eq!(db.reason.name(), "caller");
 /// ```
@@ -36,7 +36,7 @@ impl Socket {
     /// # Examples
     ///
     /// ```
-    /// use strument_sandbox::{Socket, SocketReason};
+    /// use strument_sandbox::{Socket, sockets::SocketReason};
     /// let s = Socket::new("/run/user/1000/ssh-agent.sock", SocketReason::SshAgent);
     /// assert!(s.path.is_absolute());
     /// ```
@@ -71,7 +71,7 @@ impl SocketReason {
     /// # Examples
     ///
     /// ```
-    /// assert_eq!(strument_sandbox::SocketReason::SshAgent.name(), "ssh-agent");
+    /// assert_eq!(strument_sandbox::sockets::SocketReason::SshAgent.name(), "ssh-agent");
     /// ```
     #[must_use]
     pub fn name(&self) -> &'static str {
@@ -140,7 +140,7 @@ pub struct SkippedSocket {
 /// # Examples
 ///
 /// ```
-/// use strument_sandbox::{SocketReason, default_sockets};
+/// use strument_sandbox::{sockets::SocketReason, default_sockets};
 /// let sockets = default_sockets("/home/me/project".as_ref(), None);
 /// assert_eq!(sockets[0].reason, SocketReason::Project);
 /// ```

@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 
 use serde_json::json;
-use strument_sandbox::{Explanation, Verdict};
+use strument_sandbox::{explain::Explanation, explain::Verdict};
 
 use crate::{Failure, Roots, build_policy, status};
 

@@ -4,7 +4,9 @@
 use std::io;
 use std::path::{Path, PathBuf};
 
-use strument_sandbox::{Availability, Feature, Report, Service, reachable_services};
+use strument_sandbox::{
+    Availability, Report, abi::Feature, services::Service, services::reachable_services,
+};
 
 /// `println!` that ends the program quietly when standard output is closed
 /// (`strument-sandbox policy | head`), as a shell tool should, instead of

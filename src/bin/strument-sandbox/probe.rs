@@ -1,7 +1,7 @@
 //! `probe`: which Landlock ABI the running kernel offers.
 
 use serde_json::json;
-use strument_sandbox::{Feature, probe};
+use strument_sandbox::{abi::Feature, probe};
 
 use crate::Failure;
 use crate::output::{service_lines, services_if_open};
