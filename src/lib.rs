@@ -84,6 +84,7 @@ mod serialize;
 pub mod services;
 pub mod session;
 pub mod sockets;
+pub mod spawn;
 #[allow(unsafe_code)]
 mod sys;
 mod terminal;

@@ -44,6 +44,13 @@ impl Prepared {
         }
     }
 
+    /// The ruleset descriptor and the terminal filter a child installs,
+    /// for [`Spawn`](crate::spawn::Spawn); borrowed from `self`.
+    pub(crate) fn child_parts(&self) -> (std::os::fd::RawFd, &[crate::terminal::SockFilter]) {
+        use std::os::fd::AsRawFd;
+        (self.ruleset.as_raw_fd(), self.filter.instructions())
+    }
+
     /// What enforcing this ruleset grants.
     ///
     /// # Examples

@@ -22,6 +22,7 @@ use crate::prepared::Prepared;
 use crate::report::Report;
 use crate::root::Root;
 use crate::sockets::{Socket, SocketReason, default_sockets};
+use crate::spawn::Spawn;
 use crate::tripwire::{Change, Snapshot};
 use crate::writable::{create_missing_caches, default_writable};
 
@@ -226,6 +227,38 @@ impl Session {
         self.confine(cmd);
         let mut child = waiter.spawn(cmd)?;
         let status = waiter.wait(&mut child)?;
+        Ok(Finished {
+            status,
+            changes: self.changes(),
+        })
+    }
+
+    /// Starts `spawn` confined without `std::process::Command` (see
+    /// [`Spawn`]: no copy of the caller's memory, the fastest start), waits
+    /// for it with `waiter`, and reports what it changed, as
+    /// [`Session::run_waiting`] does.
+    ///
+    /// # Errors
+    ///
+    /// As [`Spawn::spawn`] and [`Waiter::wait_spawned`].
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// use strument_sandbox::{Session, session::PlainWait, spawn::Spawn};
+    ///
+    /// let session = Session::builder("/home/me/project").open()?;
+    /// let finished = session.run_spawn(&Spawn::new("cargo").arg("build"), &mut PlainWait)?;
+    /// for change in &finished.changes {
+    ///     eprintln!("{change}");
+    /// }
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn run_spawn(&self, spawn: &Spawn, waiter: &mut dyn Waiter) -> io::Result<Finished> {
+        // Where the environment table, the kept descriptors and the connect
+        // supervisor's end join the child, as in `confine`.
+        let mut child = spawn.spawn(&self.prepared)?;
+        let status = waiter.wait_spawned(&mut child)?;
         Ok(Finished {
             status,
             changes: self.changes(),

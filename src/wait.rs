@@ -4,6 +4,8 @@
 use std::io;
 use std::process::{Child, Command, ExitStatus};
 
+use crate::spawn::Spawned;
+
 /// Starts a confined command and waits for it.
 ///
 /// [`Session::run`](crate::Session::run) waits plainly ([`PlainWait`]). A
@@ -59,6 +61,16 @@ pub trait Waiter {
     /// As [`Child::try_wait`].
     fn try_wait(&mut self, child: &mut Child) -> io::Result<Option<ExitStatus>> {
         child.try_wait()
+    }
+
+    /// Waits for a child started by [`Spawn`](crate::spawn::Spawn) to end
+    /// and reaps it.
+    ///
+    /// # Errors
+    ///
+    /// As [`Spawned::wait`].
+    fn wait_spawned(&mut self, child: &mut Spawned) -> io::Result<ExitStatus> {
+        child.wait()
     }
 }
 

@@ -7,6 +7,8 @@ use std::path::Path;
 use std::process::{Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
+use strument_sandbox::spawn::Spawned;
+
 use crate::config::Config;
 use crate::fail;
 
@@ -57,6 +59,22 @@ pub fn run(cmd: &mut Command, stderr_log: &Path) -> (Sample, String) {
     )
 }
 
+/// Times a child the library's `Spawn` starts, from the call to its reaping.
+pub fn run_spawned(spawn: &dyn Fn() -> std::io::Result<Spawned>) -> Sample {
+    let start = Instant::now();
+    let child = spawn().unwrap_or_else(|e| fail(&format!("cannot spawn: {e}")));
+    let (status, usage) = wait4(child.id());
+    let time = start.elapsed();
+    if !status.success() {
+        fail(&format!("spawned child failed ({status})"));
+    }
+    Sample {
+        time,
+        max_rss_kib: u64::try_from(usage.ru_maxrss).unwrap_or(0),
+        cpu: timeval(usage.ru_utime) + timeval(usage.ru_stime),
+    }
+}
+
 pub fn timeval(t: libc::timeval) -> Duration {
     let secs = u64::try_from(t.tv_sec).unwrap_or(0);
     let micros = u64::try_from(t.tv_usec).unwrap_or(0);
@@ -98,6 +116,9 @@ pub struct Variant<'a> {
     pub name: String,
     pub command: Box<dyn Fn() -> Command + 'a>,
     pub timing: Timing,
+    /// Started by the library's `Spawn` instead of `command` (which then
+    /// only serves to measure peak memory): stdio inherited, no pipe.
+    pub spawn: Option<Box<dyn Fn() -> std::io::Result<Spawned> + 'a>>,
 }
 
 impl<'a> Variant<'a> {
@@ -111,7 +132,14 @@ impl<'a> Variant<'a> {
             name: name.into(),
             command: Box::new(command),
             timing: Timing::Wall,
+            spawn: None,
         }
+    }
+
+    /// Timed through `spawn` rather than `command`.
+    pub fn spawned(mut self, spawn: impl Fn() -> std::io::Result<Spawned> + 'a) -> Variant<'a> {
+        self.spawn = Some(Box::new(spawn));
+        self
     }
 
     pub fn self_timed(mut self) -> Variant<'a> {
@@ -189,7 +217,10 @@ pub fn measure<'v, 'a>(
         for k in 0..n {
             let v = (round + k) % n;
             before();
-            let (mut sample, stdout) = run(&mut (variants[v].command)(), stderr_log);
+            let (mut sample, stdout) = match &variants[v].spawn {
+                Some(spawn) => (run_spawned(spawn.as_ref()), String::new()),
+                None => run(&mut (variants[v].command)(), stderr_log),
+            };
             if variants[v].timing == Timing::SelfTimed {
                 (sample.time, sample.cpu) = parse_worker_times(&stdout);
             }

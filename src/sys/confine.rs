@@ -5,14 +5,14 @@
 //! without allocating.
 
 use std::io;
-use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::os::unix::process::CommandExt;
 use std::process::Command;
 use std::sync::Arc;
 
 use super::landlock::RESTRICT_SELF_TSYNC;
 use super::seccomp::install_seccomp_filter;
-use crate::terminal::TerminalFilter;
+use crate::terminal::{SockFilter, TerminalFilter};
 
 /// Sets `no_new_privs`, which `landlock_restrict_self` requires of an
 /// unprivileged caller and which stops a setuid binary from escaping.
@@ -54,16 +54,48 @@ pub(crate) fn restrict_self(
     flags: u32,
     filter: &TerminalFilter,
 ) -> Result<(), RestrictError> {
-    set_no_new_privs().map_err(RestrictError::Landlock)?;
-    install_seccomp_filter(filter.instructions(), flags & RESTRICT_SELF_TSYNC != 0)
-        .map_err(RestrictError::Seccomp)?;
-    // SAFETY: the fd is a live ruleset descriptor borrowed for the call; the
-    // kernel takes a reference of its own and reads no user memory.
-    let ret = unsafe { libc::syscall(libc::SYS_landlock_restrict_self, fd.as_raw_fd(), flags) };
+    restrict_self_raw(fd.as_raw_fd(), flags, filter.instructions()).map_err(|e| match e {
+        RestrictStep::Landlock(errno) => {
+            RestrictError::Landlock(io::Error::from_raw_os_error(errno))
+        }
+        RestrictStep::Seccomp(errno) => RestrictError::Seccomp(io::Error::from_raw_os_error(errno)),
+    })
+}
+
+/// Which step of [`restrict_self_raw`] failed, with its errno.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum RestrictStep {
+    Landlock(i32),
+    Seccomp(i32),
+}
+
+impl RestrictStep {
+    pub(crate) fn errno(self) -> i32 {
+        match self {
+            RestrictStep::Landlock(e) | RestrictStep::Seccomp(e) => e,
+        }
+    }
+}
+
+/// [`restrict_self`] on a raw descriptor and program, for a child that
+/// shares the caller's memory: nothing here allocates or touches more than
+/// the errno.
+pub(crate) fn restrict_self_raw(
+    fd: RawFd,
+    flags: u32,
+    filter: &[SockFilter],
+) -> Result<(), RestrictStep> {
+    let errno = |e: io::Error| e.raw_os_error().unwrap_or(libc::EIO);
+    set_no_new_privs().map_err(|e| RestrictStep::Landlock(errno(e)))?;
+    install_seccomp_filter(filter, flags & RESTRICT_SELF_TSYNC != 0)
+        .map_err(|e| RestrictStep::Seccomp(errno(e)))?;
+    // SAFETY: the fd is a live ruleset descriptor the caller keeps open for
+    // the call; the kernel takes a reference of its own and reads no user memory.
+    let ret = unsafe { libc::syscall(libc::SYS_landlock_restrict_self, fd, flags) };
     if ret == 0 {
         Ok(())
     } else {
-        Err(RestrictError::Landlock(io::Error::last_os_error()))
+        Err(RestrictStep::Landlock(errno(io::Error::last_os_error())))
     }
 }
 

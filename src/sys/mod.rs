@@ -8,8 +8,10 @@ mod confine;
 mod landlock;
 mod process;
 mod seccomp;
+mod spawn;
 
 pub(crate) use audit::*;
 pub(crate) use confine::*;
 pub(crate) use landlock::*;
 pub(crate) use process::*;
+pub(crate) use spawn::{Plan, SHELL, spawn, wait_pid};

@@ -260,6 +260,8 @@ fn the_command_refused_without_landlock_runs_with_it() {
 }
 
 /// Widening the next sandbox, from inside this one or from the environment.
+/// Children started by `Spawn` (`clone(CLONE_VM | CLONE_VFORK)`) rather than `Command`.
+mod spawn;
 mod widening;
 
 /// examples/tokio_agent.rs: an agent on tokio opens one `Session` and

@@ -1,13 +1,25 @@
-//! Start-up: spawn to exit of `true`, bare, wrapped and confined.
+//! Start-up: spawn to exit of `true`, bare, wrapped and confined, and what
+//! `run`'s own work is made of, phase by phase.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use strument_sandbox::spawn::Spawn;
+use strument_sandbox::tripwire::Snapshot;
+use strument_sandbox::{Session, default_writable, services, writable};
 
 use crate::config::Config;
-use crate::fail;
 use crate::project::{Bench, Project};
 use crate::report::Section;
 use crate::runner::{Variant, measure_short, peak_rss};
 use crate::stats::{Stats, dur, ratio, signed_dur};
+use crate::{BIN, fail};
+
+/// `STRUMENT_BENCH_BEFORE`: another build of the CLI (an earlier commit's),
+/// measured in the same rounds as this one, so before and after sit side
+/// by side in one invocation.
+const BEFORE: &str = "STRUMENT_BENCH_BEFORE";
 
 pub fn run(bench: &Bench, config: &Config) -> Section {
     let project = &bench.project;
@@ -18,7 +30,8 @@ pub fn run(bench: &Bench, config: &Config) -> Section {
     let prepared = Project::policy(&project.dir)
         .prepare()
         .unwrap_or_else(|e| fail(&format!("prepare: {e}")));
-    let variants = [
+    let before = std::env::var_os(BEFORE).map(PathBuf::from);
+    let mut variants = vec![
         Variant::new("bare", "`true`", || project.bare(t, &[])),
         Variant::new("env", "`env true` (a wrapper that only execs)", || {
             project.bare(Path::new("env"), &["true"])
@@ -26,17 +39,66 @@ pub fn run(bench: &Bench, config: &Config) -> Section {
         Variant::new("run", "`strument-sandbox run -- true`", || {
             project.sandboxed(t, &[])
         }),
-        Variant::new("confine", "library: `Prepared::confine` on `true`", || {
+    ];
+    if let Some(before) = &before {
+        variants.push(Variant::new(
+            "before",
+            format!(
+                "`strument-sandbox run -- true`, before (`{}`)",
+                before.display()
+            ),
+            move || {
+                let mut cmd = Command::new(before);
+                cmd.args(["run", "--project"])
+                    .arg(&project.dir)
+                    .arg("--")
+                    .arg(t)
+                    .current_dir(&project.dir);
+                cmd
+            },
+        ));
+    }
+    variants.extend([
+        Variant::new(
+            "version",
+            "`strument-sandbox --version` (the binary's own start: exec, dynamic link, runtime, argument parsing)",
+            || {
+                let mut cmd = Command::new(BIN);
+                cmd.arg("--version").current_dir(&project.dir);
+                cmd
+            },
+        ),
+        Variant::new("confine", "library: `Prepared::confine` on `true` (`fork`)", || {
             let mut cmd = project.bare(t, &[]);
             prepared.confine(&mut cmd);
             cmd
         }),
         Variant::new(
+            "spawn",
+            "library: `Spawn::spawn` on `true` (`clone(CLONE_VM | CLONE_VFORK)`)",
+            || {
+                let mut cmd = project.bare(t, &[]);
+                prepared.confine(&mut cmd);
+                cmd
+            },
+        )
+        .spawned(|| {
+            Spawn::new("true")
+                .current_dir(&project.dir)
+                .spawn(&prepared)
+        }),
+        Variant::new(
+            "spawn-bare",
+            "library: `Spawn` on `true`, unconfined (the same path without confining)",
+            || project.bare(t, &[]),
+        )
+        .spawned(|| Spawn::new("true").current_dir(&project.dir).spawn_unconfined()),
+        Variant::new(
             "bwrap",
             format!("`bwrap` ({} binds) `true`", project.bwrap_binds.len()),
             || project.bwrap(t, &[]),
         ),
-    ];
+    ]);
     let measured = measure_short(
         "start-up",
         &variants,
@@ -55,10 +117,13 @@ pub fn run(bench: &Bench, config: &Config) -> Section {
          would record the benchmark's own size instead). The sandbox \
          runs the CLI's default policy for the project ({} roots granted). `env true` is the \
          floor for any tool that confines and then execs: one more `execve` and dynamic \
-         link, nothing else. The library row is how Strument itself confines a child: the \
-         ruleset prepared once in the parent, the child restricting itself between `fork` \
-         and `exec`. bwrap gets the same writable roots as bind mounts over `--ro-bind / /`, \
-         with `--dev /dev` standing for the device roots.",
+         link, nothing else. The library rows are how Strument itself confines a child: the \
+         ruleset prepared once in the parent, the child restricting itself before `exec`, \
+         either in a `std::process::Command` hook (which makes std `fork`) or through \
+         `Spawn`, which builds everything first and starts the child with \
+         `clone(CLONE_VM | CLONE_VFORK)` as `posix_spawn` does; the `Spawn` rows inherit \
+         standard output instead of a pipe. bwrap gets the same writable roots as bind \
+         mounts over `--ro-bind / /`, with `--dev /dev` standing for the device roots.",
         project.granted
     ));
     let mut peak = std::collections::HashMap::new();
@@ -100,17 +165,37 @@ pub fn run(bench: &Bench, config: &Config) -> Section {
     let over_bare = |key: &str| stats(key).median.as_secs_f64() - bare.as_secs_f64();
     let over = over_bare("run");
     let exec_floor = over_bare("env");
+    let own = over - exec_floor;
+    let before_note = match &before {
+        Some(_) => format!(
+            "; before: {} over bare, own work {}",
+            signed_dur(over_bare("before")),
+            signed_dur(over_bare("before") - exec_floor)
+        ),
+        None => String::new(),
+    };
     section.target(
-        "start-up: ≤ 1 ms median over bare `true`",
+        "start-up: `run`'s own work (over `env true`) ≤ 0.4 ms",
         format!(
             "{} over bare: the second exec alone (`env true`) costs {}, strument-sandbox's own \
-             work {}; the library's `confine` costs {}",
+             work {}{before_note}",
             signed_dur(over),
             signed_dur(exec_floor),
-            signed_dur(over - exec_floor),
-            signed_dur(over_bare("confine")),
+            signed_dur(own),
         ),
-        over <= 1e-3,
+        own <= 0.4e-3,
+    );
+    let confine = over_bare("confine");
+    let spawn = over_bare("spawn");
+    section.target(
+        "start-up: the library's confined child ≤ +0.1 ms over bare",
+        format!(
+            "`Prepared::confine` {}, `Spawn::spawn` {} (unconfined by the same path {})",
+            signed_dur(confine),
+            signed_dur(spawn),
+            signed_dur(over_bare("spawn-bare")),
+        ),
+        confine <= 0.1e-3 || spawn <= 0.1e-3,
     );
     section.target(
         "start-up: less than bubblewrap's",
@@ -125,5 +210,89 @@ pub fn run(bench: &Bench, config: &Config) -> Section {
         "Peak memory of the `run` process: {} KiB (bare `true`: {} KiB, bwrap: {} KiB).",
         peak["run"], peak["bare"], peak["bwrap"]
     ));
+    phases(&mut section, bench, config);
     section
+}
+
+/// One phase of `run`'s work, run once.
+type Phase<'a> = Box<dyn Fn() + 'a>;
+
+/// `run`'s own work, phase by phase, each timed in this process (median of
+/// many runs, interleaved): a regression in one shows here before it shows
+/// in the total.
+fn phases(section: &mut Section, bench: &Bench, config: &Config) {
+    let dir = bench.project.dir.as_path();
+    let policy = Project::policy(dir);
+    let prepared = policy
+        .prepare()
+        .unwrap_or_else(|e| fail(&format!("prepare: {e}")));
+    let snapshot = Snapshot::take(&prepared);
+    let session = Session::builder(dir)
+        .create_caches(false)
+        .open()
+        .unwrap_or_else(|e| fail(&format!("session: {e}")));
+    let phases: [(&str, Phase<'_>); 7] = [
+        (
+            "`create_missing_caches` (all present: the stamp check)",
+            Box::new(|| drop(writable::create_missing_caches())),
+        ),
+        (
+            "`default_writable` (the cache list, `.git`, temporary space)",
+            Box::new(|| drop(default_writable(dir, None, &[]))),
+        ),
+        (
+            "`Policy::prepare` (probe, open and judge each root, services scan, ruleset)",
+            Box::new(|| drop(policy.prepare())),
+        ),
+        (
+            "of which the reachable-services scan",
+            Box::new(|| drop(services::reachable_services())),
+        ),
+        (
+            "tripwire: `Snapshot::take`",
+            Box::new(|| drop(Snapshot::take(&prepared))),
+        ),
+        (
+            "tripwire: compare after the command (`changes`)",
+            Box::new(|| drop(snapshot.changes())),
+        ),
+        (
+            "`Session::open` without creating caches (all of the above but the scan alone)",
+            Box::new(|| drop(Session::builder(dir).create_caches(false).open())),
+        ),
+    ];
+    drop(session);
+    let runs = config.startup_runs;
+    let mut times: Vec<Vec<Duration>> = vec![Vec::with_capacity(runs); phases.len()];
+    for round in 0..runs + Config::warmup(runs) {
+        for (i, (_, f)) in phases.iter().enumerate() {
+            let t = Instant::now();
+            f();
+            if round >= Config::warmup(runs) {
+                times[i].push(t.elapsed());
+            }
+        }
+    }
+    section.prose(format!(
+        "Phase by phase, in this process: the median of {runs} runs of each, interleaved. \
+         `run` does `create_missing_caches`, then `Session::open` (`default_writable`, \
+         `Policy::prepare`, `Snapshot::take`), spawns the command, and compares the \
+         snapshot after it; the rest of its time is the binary's own start (the \
+         `--version` row above) and the child's start (the `Spawn::spawn` row)."
+    ));
+    let rows = phases
+        .iter()
+        .zip(times)
+        .map(|((name, _), t)| {
+            let s = Stats::of_times(t);
+            vec![
+                (*name).to_string(),
+                s.runs.to_string(),
+                dur(s.median),
+                dur(s.min),
+                dur(s.max),
+            ]
+        })
+        .collect();
+    section.table(&["phase", "runs", "median", "min", "max"], rows);
 }

@@ -8,6 +8,7 @@ use std::process::{Child, Command, ExitStatus};
 use std::time::Duration;
 
 use strument_sandbox::session::Waiter;
+use strument_sandbox::spawn::Spawned;
 
 use crate::sys::{self, ChildState, SignalAction, SignalInfo, SignalSet};
 
@@ -91,8 +92,8 @@ impl SignalForwarder {
     /// One look at `child`: reaped when it has ended; stopped with it when
     /// it alone was stopped; otherwise one signal taken (waiting at most
     /// `timeout`, forever with `None`) and passed on.
-    fn poll(&self, child: &Child, timeout: Option<Duration>) -> io::Result<Option<ExitStatus>> {
-        let pid = libc::pid_t::try_from(child.id()).map_err(io::Error::other)?;
+    fn poll(&self, child: u32, timeout: Option<Duration>) -> io::Result<Option<ExitStatus>> {
+        let pid = libc::pid_t::try_from(child).map_err(io::Error::other)?;
         match sys::wait_child(pid)? {
             ChildState::Ended(raw) => {
                 // Signals still pending were meant for the command,
@@ -136,14 +137,22 @@ impl Waiter for SignalForwarder {
 
     fn wait(&mut self, child: &mut Child) -> io::Result<ExitStatus> {
         loop {
-            if let Some(status) = self.poll(child, None)? {
+            if let Some(status) = self.poll(child.id(), None)? {
+                return Ok(status);
+            }
+        }
+    }
+
+    fn wait_spawned(&mut self, child: &mut Spawned) -> io::Result<ExitStatus> {
+        loop {
+            if let Some(status) = self.poll(child.id(), None)? {
                 return Ok(status);
             }
         }
     }
 
     fn try_wait(&mut self, child: &mut Child) -> io::Result<Option<ExitStatus>> {
-        self.poll(child, Some(Duration::ZERO))
+        self.poll(child.id(), Some(Duration::ZERO))
     }
 }
 

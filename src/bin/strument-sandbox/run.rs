@@ -8,6 +8,7 @@ use std::process::{Command, ExitStatus};
 
 use serde_json::{Value, json};
 use strument_sandbox::denials::{Advice, Audited};
+use strument_sandbox::spawn::Spawn;
 use strument_sandbox::tripwire::Change;
 use strument_sandbox::{ApplyError, DenialLogError, Report, SessionError};
 
@@ -50,9 +51,9 @@ pub(crate) fn cmd_run(
     // Blocked before the command starts, so no signal is lost in between.
     let mut forwarder = SignalForwarder::install()
         .map_err(|e| Failure::new(status::POLICY, format!("cannot block signals: {e}")))?;
-    let mut cmd = Command::new(program);
-    cmd.args(args);
     let finished = if options.explain_denials {
+        let mut cmd = Command::new(program);
+        cmd.args(args);
         let (finished, audited) = session
             .run_explaining_denials(&mut cmd, &mut forwarder)
             .map_err(|e| match e {
@@ -65,8 +66,10 @@ pub(crate) fn cmd_run(
         print_denials(&audited, session.report());
         finished
     } else {
+        // Started without `Command`: no copy of this process for the child
+        // (`clone(CLONE_VM | CLONE_VFORK)`), everything built before.
         session
-            .run_waiting(&mut cmd, &mut forwarder)
+            .run_spawn(&Spawn::new(program).args(args), &mut forwarder)
             .map_err(|e| cannot_run(program, &e))?
     };
     let code = exit_code(finished.status);

@@ -1,0 +1,336 @@
+//! Starting a confined command without `std::process::Command`: the
+//! fastest way from a prepared policy to a running child.
+//!
+//! [`Prepared::confine`](crate::Prepared::confine) hooks a
+//! [`Command`](std::process::Command), which then `fork`s: the whole
+//! caller's address space is marked copy-on-write, and the caller waits on
+//! a pipe for the child's `exec`. [`Spawn`] instead builds everything the
+//! child needs first (argument and environment strings, the `PATH`
+//! candidates, the ruleset descriptor and the terminal filter) and starts
+//! the child with `clone(CLONE_VM | CLONE_VFORK)`, as `posix_spawn` does:
+//! the child restricts itself and execs without copying anything. Standard
+//! input, output and error are inherited; so is every descriptor not
+//! marked close-on-exec, as with `Command`.
+//!
+//! ```no_run
+//! use strument_sandbox::{Policy, spawn::Spawn};
+//!
+//! let prepared = Policy { writable: vec!["/tmp".into()], ..Policy::default() }.prepare()?;
+//! let mut child = Spawn::new("make").arg("test").spawn(&prepared)?;
+//! let status = child.wait()?;
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+
+use std::ffi::{CString, OsStr, OsString, c_char};
+use std::io;
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::process::ExitStatusExt;
+use std::path::PathBuf;
+use std::process::ExitStatus;
+
+use crate::prepared::Prepared;
+use crate::sys;
+
+/// A command line to start confined: program, arguments, environment and
+/// working directory.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[must_use]
+pub struct Spawn {
+    program: OsString,
+    args: Vec<OsString>,
+    env: Option<Vec<(OsString, OsString)>>,
+    cwd: Option<PathBuf>,
+}
+
+/// A child started by [`Spawn::spawn`]. Dropping it neither waits for nor
+/// kills the child.
+#[derive(Debug)]
+pub struct Spawned {
+    pid: libc::pid_t,
+    status: Option<ExitStatus>,
+}
+
+impl Spawn {
+    /// `program`, searched in `PATH` when its name has no `/` (as `execvp`
+    /// and [`Command`](std::process::Command) do).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let spawn = strument_sandbox::spawn::Spawn::new("go").args(["test", "./..."]);
+    /// ```
+    pub fn new(program: impl Into<OsString>) -> Spawn {
+        Spawn {
+            program: program.into(),
+            args: Vec::new(),
+            env: None,
+            cwd: None,
+        }
+    }
+
+    /// One more argument.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let spawn = strument_sandbox::spawn::Spawn::new("ls").arg("-l");
+    /// ```
+    pub fn arg(mut self, arg: impl Into<OsString>) -> Spawn {
+        self.args.push(arg.into());
+        self
+    }
+
+    /// More arguments.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let spawn = strument_sandbox::spawn::Spawn::new("cargo").args(["build", "--release"]);
+    /// ```
+    pub fn args<I, S>(mut self, args: I) -> Spawn
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<OsString>,
+    {
+        self.args.extend(args.into_iter().map(Into::into));
+        self
+    }
+
+    /// The child's whole environment, instead of the caller's; its `PATH`
+    /// is the one searched.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let spawn = strument_sandbox::spawn::Spawn::new("/usr/bin/env").env([("LANG", "C")]);
+    /// ```
+    pub fn env<I, K, V>(mut self, vars: I) -> Spawn
+    where
+        I: IntoIterator<Item = (K, V)>,
+        K: Into<OsString>,
+        V: Into<OsString>,
+    {
+        self.env = Some(
+            vars.into_iter()
+                .map(|(k, v)| (k.into(), v.into()))
+                .collect(),
+        );
+        self
+    }
+
+    /// The directory the child starts in, instead of the caller's.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let spawn = strument_sandbox::spawn::Spawn::new("make").current_dir("/home/me/project");
+    /// ```
+    pub fn current_dir(mut self, dir: impl Into<PathBuf>) -> Spawn {
+        self.cwd = Some(dir.into());
+        self
+    }
+
+    /// Starts the command confined by `prepared` and returns once it has
+    /// exec'd. The child restricts itself exactly as with
+    /// [`Prepared::confine`](crate::Prepared::confine) (`no_new_privs`, the
+    /// terminal filter, `landlock_restrict_self`), then execs; it starts
+    /// with an empty signal mask and every handled signal, `SIGPIPE`
+    /// included, at its default action. The caller stays unconfined and
+    /// may have other threads.
+    ///
+    /// # Errors
+    ///
+    /// [`io::ErrorKind::NotFound`] when the program is not found,
+    /// `PermissionDenied` when it cannot be executed, `InvalidInput` for a
+    /// NUL byte in a string, or the error of confining or of `clone`.
+    /// Nothing ran after any error.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// use strument_sandbox::{Policy, spawn::Spawn};
+    /// let prepared = Policy { writable: vec!["/tmp".into()], ..Policy::default() }.prepare()?;
+    /// let status = Spawn::new("true").spawn(&prepared)?.wait()?;
+    /// assert!(status.success());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn spawn(&self, prepared: &Prepared) -> io::Result<Spawned> {
+        let (ruleset, filter) = prepared.child_parts();
+        self.start(Some((ruleset, filter)))
+    }
+
+    /// Starts the command unconfined, by the same path: what confining adds
+    /// is measured against this.
+    #[doc(hidden)]
+    pub fn spawn_unconfined(&self) -> io::Result<Spawned> {
+        self.start(None)
+    }
+
+    fn start(
+        &self,
+        confine: Option<(std::os::fd::RawFd, &[crate::terminal::SockFilter])>,
+    ) -> io::Result<Spawned> {
+        let env: Vec<CString> = match &self.env {
+            Some(vars) => vars
+                .iter()
+                .map(|(k, v)| env_entry(k, v))
+                .collect::<io::Result<_>>()?,
+            None => std::env::vars_os()
+                .map(|(k, v)| env_entry(&k, &v))
+                .collect::<io::Result<_>>()?,
+        };
+        let path = env
+            .iter()
+            .find_map(|e| e.to_bytes().strip_prefix(b"PATH="))
+            .unwrap_or(b"/bin:/usr/bin");
+        let candidates = candidates(self.program.as_bytes(), path)?;
+        let argv0 = c_string(self.program.as_bytes())?;
+        let args = self
+            .args
+            .iter()
+            .map(|a| c_string(a.as_bytes()))
+            .collect::<io::Result<Vec<_>>>()?;
+        let cwd = self
+            .cwd
+            .as_ref()
+            .map(|d| c_string(d.as_os_str().as_bytes()))
+            .transpose()?;
+        let argv = null_terminated(std::iter::once(&argv0).chain(&args));
+        let envp = null_terminated(&env);
+        let mut shell_argv = vec![sys::SHELL.as_ptr(), std::ptr::null()];
+        shell_argv.extend(args.iter().map(|a| a.as_ptr()));
+        shell_argv.push(std::ptr::null());
+        let mut plan = sys::Plan {
+            candidates: &candidates,
+            argv: &argv,
+            envp: &envp,
+            shell_argv: &mut shell_argv,
+            cwd: cwd.as_deref(),
+            confine,
+            hook: None,
+        };
+        let pid = sys::spawn(&mut plan)?;
+        Ok(Spawned { pid, status: None })
+    }
+}
+
+impl Spawned {
+    /// The child's process id.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # let prepared = strument_sandbox::Policy::default().prepare()?;
+    /// let child = strument_sandbox::spawn::Spawn::new("sleep").arg("1").spawn(&prepared)?;
+    /// println!("started {}", child.id());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    #[must_use]
+    pub fn id(&self) -> u32 {
+        self.pid.unsigned_abs()
+    }
+
+    /// Waits for the child to end and reaps it; later calls return the
+    /// same status.
+    ///
+    /// # Errors
+    ///
+    /// The error of `waitpid` (`ECHILD` when someone else reaped it).
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # let prepared = strument_sandbox::Policy::default().prepare()?;
+    /// let status = strument_sandbox::spawn::Spawn::new("true").spawn(&prepared)?.wait()?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn wait(&mut self) -> io::Result<ExitStatus> {
+        if let Some(status) = self.status {
+            return Ok(status);
+        }
+        let raw = sys::wait_pid(self.pid, true)?.ok_or_else(|| io::Error::other("no status"))?;
+        let status = ExitStatus::from_raw(raw);
+        self.status = Some(status);
+        Ok(status)
+    }
+
+    /// The child's status if it has ended (reaping it), `None` if it runs.
+    ///
+    /// # Errors
+    ///
+    /// As [`Spawned::wait`].
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # let prepared = strument_sandbox::Policy::default().prepare()?;
+    /// let mut child = strument_sandbox::spawn::Spawn::new("sleep").arg("9").spawn(&prepared)?;
+    /// assert!(child.try_wait()?.is_none());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn try_wait(&mut self) -> io::Result<Option<ExitStatus>> {
+        if self.status.is_none() {
+            self.status = sys::wait_pid(self.pid, false)?.map(ExitStatus::from_raw);
+        }
+        Ok(self.status)
+    }
+}
+
+fn c_string(bytes: &[u8]) -> io::Result<CString> {
+    CString::new(bytes).map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))
+}
+
+fn env_entry(key: &OsStr, value: &OsStr) -> io::Result<CString> {
+    let mut entry = Vec::with_capacity(key.len() + value.len() + 2);
+    entry.extend_from_slice(key.as_bytes());
+    entry.push(b'=');
+    entry.extend_from_slice(value.as_bytes());
+    c_string(&entry)
+}
+
+/// The files `execvp` would try for `program`, in order: itself when its
+/// name has a `/`, else `dir/program` for each directory of `path` (an
+/// empty one meaning the current directory).
+fn candidates(program: &[u8], path: &[u8]) -> io::Result<Vec<CString>> {
+    if program.is_empty() {
+        return Err(io::Error::from(io::ErrorKind::NotFound));
+    }
+    if program.contains(&b'/') {
+        return Ok(vec![c_string(program)?]);
+    }
+    path.split(|b| *b == b':')
+        .map(|dir| {
+            if dir.is_empty() {
+                return c_string(program);
+            }
+            let mut full = Vec::with_capacity(dir.len() + 1 + program.len());
+            full.extend_from_slice(dir);
+            full.push(b'/');
+            full.extend_from_slice(program);
+            c_string(&full)
+        })
+        .collect()
+}
+
+fn null_terminated<'a>(strings: impl IntoIterator<Item = &'a CString>) -> Vec<*const c_char> {
+    strings
+        .into_iter()
+        .map(|s| s.as_ptr())
+        .chain(std::iter::once(std::ptr::null()))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn path_search_tries_each_directory_in_order() {
+        let found = candidates(b"true", b"/a:/b/c::/d").expect("no NUL");
+        let found: Vec<&[u8]> = found.iter().map(|c| c.to_bytes()).collect();
+        assert_eq!(found, [&b"/a/true"[..], b"/b/c/true", b"true", b"/d/true"]);
+        let direct = candidates(b"./run.sh", b"/a").expect("no NUL");
+        assert_eq!(direct[0].to_bytes(), b"./run.sh");
+        assert!(candidates(b"", b"/a").is_err());
+    }
+}

@@ -1,0 +1,319 @@
+//! Starting a confined child without copying the caller:
+//! `clone(CLONE_VM | CLONE_VFORK)`, as glibc's `posix_spawn` does, with the
+//! confinement done by the child between `clone` and `execve`.
+//!
+//! `fork` copies the caller's page tables and makes both sides take
+//! copy-on-write faults until the child execs; the parent then waits on a
+//! pipe for the exec to succeed, one more cross-CPU wake-up. Here the child
+//! shares the caller's memory and runs on a small stack of its own while the
+//! caller is suspended until the child execs or exits, so the child may
+//! touch nothing but what the caller built for it: every string, array,
+//! descriptor and filter comes ready in a [`Plan`]. The child calls only
+//! async-signal-safe system calls, allocates nothing, and reports a failure
+//! by storing its errno where the caller reads it once it resumes.
+
+use std::ffi::{CStr, CString, c_char, c_int, c_void};
+use std::io;
+use std::os::fd::RawFd;
+use std::sync::atomic::{AtomicI32, Ordering};
+
+use super::confine::restrict_self_raw;
+use crate::terminal::SockFilter;
+
+/// The child's stack: it runs a few frames of this module and `execve`.
+const STACK_SIZE: usize = 64 * 1024;
+
+/// `/bin/sh`, which `execvp` falls back to for a file the kernel cannot
+/// execute (`ENOEXEC`: a script without `#!`), as `std::process::Command` does.
+pub(crate) const SHELL: &CStr = c"/bin/sh";
+
+/// Everything the child needs, built before `clone`.
+pub(crate) struct Plan<'a> {
+    /// The files to try, in order: the program itself when its name has a
+    /// `/`, else each directory of `PATH` joined with it (`execvp`'s search).
+    pub(crate) candidates: &'a [CString],
+    /// `argv`, NULL-terminated; `argv[0]` as the caller gave it.
+    pub(crate) argv: &'a [*const c_char],
+    /// `envp`, NULL-terminated.
+    pub(crate) envp: &'a [*const c_char],
+    /// `["/bin/sh", <candidate>, argv[1..], NULL]` for the `ENOEXEC`
+    /// fallback; slot 1 is filled by the child.
+    pub(crate) shell_argv: &'a mut [*const c_char],
+    /// The directory to change to first, if any.
+    pub(crate) cwd: Option<&'a CStr>,
+    /// The Landlock ruleset to enforce, and the terminal filter installed
+    /// with it (`None`: the child is not confined).
+    pub(crate) confine: Option<(RawFd, &'a [SockFilter])>,
+    /// One more step after confining: must be async-signal-safe and must
+    /// not allocate; returns 0 or an errno.
+    pub(crate) hook: Option<&'a (dyn Fn() -> c_int + Sync)>,
+}
+
+/// The block shared with the child: the plan, and the errno it leaves when
+/// it cannot exec.
+struct Shared<'a, 'b> {
+    plan: &'b mut Plan<'a>,
+    errno: AtomicI32,
+}
+
+/// Starts the child described by `plan` and returns its pid once it has
+/// exec'd. The child starts with an empty signal mask and `SIGPIPE` at its
+/// default action, as `std::process::Command` gives its children; every
+/// signal the caller handles is reset to its default action in the child
+/// before anything can be delivered there (a handler run in the child would
+/// run on the caller's memory).
+///
+/// An error is the child's own (`ENOENT` when no candidate exists,
+/// `EACCES` when one exists but cannot be executed, or the confinement's
+/// errno), after the child has been reaped; or `clone`'s.
+pub(crate) fn spawn(plan: &mut Plan<'_>) -> io::Result<libc::pid_t> {
+    if plan.argv.last().is_none_or(|p| !p.is_null())
+        || plan.envp.last().is_none_or(|p| !p.is_null())
+        || plan.shell_argv.len() < 3
+        || plan.shell_argv.last().is_none_or(|p| !p.is_null())
+    {
+        return Err(io::Error::from_raw_os_error(libc::EINVAL));
+    }
+    let stack = Stack::new()?;
+    let mut shared = Shared {
+        plan,
+        errno: AtomicI32::new(0),
+    };
+    // Blocked for the child's first instructions: a handler of the caller's
+    // must not run on the child's stack with the caller's memory.
+    let all = full_signal_set();
+    // SAFETY: sigset_t is plain data, valid when zeroed.
+    let mut previous: libc::sigset_t = unsafe { std::mem::zeroed() };
+    // SAFETY: both sets are valid; pthread_sigmask only changes this thread's mask.
+    unsafe { libc::pthread_sigmask(libc::SIG_SETMASK, &raw const all, &raw mut previous) };
+    // SAFETY: `child` runs on `stack` (its top passed, the stack growing
+    // down) with a pointer to `shared`, which outlives the child's use of
+    // it: CLONE_VFORK suspends this thread until the child has exec'd or
+    // exited, and the child touches only `shared` and what the plan's
+    // slices point at, all owned by the caller and alive for this call.
+    let pid = unsafe {
+        libc::clone(
+            child,
+            stack.top(),
+            libc::CLONE_VM | libc::CLONE_VFORK | libc::SIGCHLD,
+            (&raw mut shared).cast::<c_void>(),
+        )
+    };
+    let clone_error = io::Error::last_os_error();
+    // SAFETY: `previous` is the mask read above.
+    unsafe { libc::pthread_sigmask(libc::SIG_SETMASK, &raw const previous, std::ptr::null_mut()) };
+    drop(stack);
+    if pid < 0 {
+        return Err(clone_error);
+    }
+    match shared.errno.load(Ordering::Acquire) {
+        0 => Ok(pid),
+        errno => {
+            reap(pid);
+            Err(io::Error::from_raw_os_error(errno))
+        }
+    }
+}
+
+/// Reaps the child that failed before `execve` (it exited with 127).
+fn reap(pid: libc::pid_t) {
+    let mut status = 0;
+    // SAFETY: `status` is a valid int for the kernel to write; the pid is
+    // our own child, not yet waited for.
+    while unsafe { libc::waitpid(pid, &raw mut status, 0) } < 0
+        && io::Error::last_os_error().raw_os_error() == Some(libc::EINTR)
+    {}
+}
+
+fn full_signal_set() -> libc::sigset_t {
+    // SAFETY: sigset_t is plain data; sigfillset initialises it.
+    unsafe {
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        libc::sigfillset(&raw mut set);
+        set
+    }
+}
+
+/// The child's own stack, mapped for one spawn, with a guard page below.
+struct Stack {
+    base: *mut c_void,
+    len: usize,
+}
+
+impl Stack {
+    fn new() -> io::Result<Stack> {
+        let guard = page_size();
+        let len = STACK_SIZE + guard;
+        // SAFETY: an anonymous private mapping at an address the kernel
+        // picks; no existing memory is affected.
+        let base = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_STACK,
+                -1,
+                0,
+            )
+        };
+        if base == libc::MAP_FAILED {
+            return Err(io::Error::last_os_error());
+        }
+        let stack = Stack { base, len };
+        // SAFETY: the lowest page of the mapping just made: an overflow of
+        // the child's stack faults instead of writing below it.
+        if unsafe { libc::mprotect(base, guard, libc::PROT_NONE) } != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(stack)
+    }
+
+    fn top(&self) -> *mut c_void {
+        // SAFETY: one past the end of the mapping, where a downward stack starts.
+        unsafe { self.base.cast::<u8>().add(self.len).cast() }
+    }
+}
+
+impl Drop for Stack {
+    fn drop(&mut self) {
+        // SAFETY: the mapping made in `new`, no longer used: the child has
+        // exec'd (its memory is its own now) or exited.
+        unsafe { libc::munmap(self.base, self.len) };
+    }
+}
+
+fn page_size() -> usize {
+    // SAFETY: sysconf takes an integer only.
+    usize::try_from(unsafe { libc::sysconf(libc::_SC_PAGESIZE) }).unwrap_or(4096)
+}
+
+/// The child: runs on its own stack in the caller's memory, the caller
+/// suspended. Never returns: `execve` or `_exit(127)` with the errno left
+/// in `Shared`.
+extern "C" fn child(arg: *mut c_void) -> c_int {
+    // SAFETY: `arg` is the `Shared` the caller passed to clone, alive and
+    // not touched by the suspended caller until this child execs or exits.
+    let shared = unsafe { &mut *arg.cast::<Shared<'_, '_>>() };
+    let errno = prepare_and_exec(shared.plan);
+    shared.errno.store(errno, Ordering::Release);
+    // SAFETY: _exit ends this process at once, running nothing of the
+    // caller's (no atexit handlers, no buffered output flushed twice).
+    unsafe { libc::_exit(127) }
+}
+
+/// The child's work; returns the errno that stopped it.
+fn prepare_and_exec(plan: &mut Plan<'_>) -> c_int {
+    reset_signal_handlers();
+    let empty = empty_signal_set();
+    // SAFETY: `empty` is a valid set; this task's mask only.
+    unsafe { libc::sigprocmask(libc::SIG_SETMASK, &raw const empty, std::ptr::null_mut()) };
+    if let Some(dir) = plan.cwd {
+        // SAFETY: `dir` is a NUL-terminated string owned by the caller.
+        if unsafe { libc::chdir(dir.as_ptr()) } != 0 {
+            return errno();
+        }
+    }
+    if let Some((ruleset, filter)) = plan.confine {
+        if let Err(step) = restrict_self_raw(ruleset, 0, filter) {
+            return step.errno();
+        }
+    }
+    if let Some(hook) = plan.hook {
+        let e = hook();
+        if e != 0 {
+            return e;
+        }
+    }
+    exec_first(plan)
+}
+
+/// `execvp`'s loop over the candidates: a missing file tries the next one,
+/// a file that exists but cannot be executed is remembered (`EACCES`), any
+/// other error stops.
+fn exec_first(plan: &mut Plan<'_>) -> c_int {
+    let mut denied = false;
+    let mut last = libc::ENOENT;
+    for candidate in plan.candidates {
+        // SAFETY: every pointer is a NUL-terminated string or the final
+        // NULL of an array the caller built; execve returns only on failure.
+        unsafe { libc::execve(candidate.as_ptr(), plan.argv.as_ptr(), plan.envp.as_ptr()) };
+        last = errno();
+        if last == libc::ENOEXEC {
+            if let Some(slot) = plan.shell_argv.get_mut(1) {
+                *slot = candidate.as_ptr();
+            }
+            // SAFETY: as above; the shell's argv names the candidate.
+            unsafe { libc::execve(SHELL.as_ptr(), plan.shell_argv.as_ptr(), plan.envp.as_ptr()) };
+            return errno();
+        }
+        match last {
+            libc::EACCES => denied = true,
+            libc::ENOENT | libc::ENOTDIR | libc::ESTALE | libc::ENODEV | libc::ETIMEDOUT => {}
+            _ => return last,
+        }
+    }
+    if denied { libc::EACCES } else { last }
+}
+
+/// Every handled signal back to its default action, `SIGPIPE` too (the
+/// Rust runtime ignores it; a command expects it to kill). Ignored ones stay
+/// ignored, as across `execve`. Signals glibc keeps for itself (32, 33) are
+/// sent only to the caller's threads, never to this task.
+fn reset_signal_handlers() {
+    let last = libc::SIGRTMAX();
+    for signal in 1..=last {
+        if signal == libc::SIGKILL || signal == libc::SIGSTOP {
+            continue;
+        }
+        // SAFETY: sigaction is plain data, valid when zeroed.
+        let mut old: libc::sigaction = unsafe { std::mem::zeroed() };
+        // SAFETY: reading the disposition into a valid struct.
+        if unsafe { libc::sigaction(signal, std::ptr::null(), &raw mut old) } != 0 {
+            continue;
+        }
+        let handled = old.sa_sigaction != libc::SIG_DFL && old.sa_sigaction != libc::SIG_IGN;
+        if handled || signal == libc::SIGPIPE {
+            // SAFETY: zeroed is SIG_DFL with no flags and an empty mask.
+            let default: libc::sigaction = unsafe { std::mem::zeroed() };
+            // SAFETY: a valid struct; this task's disposition only (no
+            // CLONE_SIGHAND: the caller's handlers are a copy).
+            unsafe { libc::sigaction(signal, &raw const default, std::ptr::null_mut()) };
+        }
+    }
+}
+
+fn empty_signal_set() -> libc::sigset_t {
+    // SAFETY: sigset_t is plain data; sigemptyset initialises it.
+    unsafe {
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&raw mut set);
+        set
+    }
+}
+
+fn errno() -> c_int {
+    io::Error::last_os_error()
+        .raw_os_error()
+        .unwrap_or(libc::EIO)
+}
+
+/// `waitpid(pid)`: the raw status once the child has ended (and is reaped),
+/// `None` when `block` is false and it still runs. Retries on `EINTR`.
+pub(crate) fn wait_pid(pid: libc::pid_t, block: bool) -> io::Result<Option<c_int>> {
+    let flags = if block { 0 } else { libc::WNOHANG };
+    let mut status: c_int = 0;
+    loop {
+        // SAFETY: `status` is a valid int for the kernel to write.
+        let ret = unsafe { libc::waitpid(pid, &raw mut status, flags) };
+        if ret == 0 {
+            return Ok(None);
+        }
+        if ret > 0 {
+            return Ok(Some(status));
+        }
+        let err = io::Error::last_os_error();
+        if err.raw_os_error() != Some(libc::EINTR) {
+            return Err(err);
+        }
+    }
+}

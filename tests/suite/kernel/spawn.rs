@@ -1,0 +1,157 @@
+//! `Spawn`: a child started with `clone(CLONE_VM | CLONE_VFORK)` is confined
+//! exactly as one started through `Prepared::confine`, starts in a clean
+//! signal state, and the caller stays unconfined.
+
+use std::fs;
+use std::io::ErrorKind;
+use std::os::unix::fs::PermissionsExt;
+use std::os::unix::process::ExitStatusExt;
+
+use strument_sandbox::Policy;
+use strument_sandbox::spawn::Spawn;
+
+use super::super::support::FakeHome;
+
+fn project_only(h: &FakeHome) -> Policy {
+    Policy {
+        writable: vec![h.project.clone().into()],
+        ..Policy::default()
+    }
+}
+
+#[test]
+fn a_spawned_child_writes_only_under_granted_roots() {
+    let h = FakeHome::new();
+    let prepared = project_only(&h).prepare().expect("prepare");
+    let outside = h.home.join("outside.txt");
+    let status = Spawn::new("sh")
+        .args(["-c", "echo in > inside.txt; echo out > \"$1\"", "sh"])
+        .arg(&outside)
+        .current_dir(&h.project)
+        .spawn(&prepared)
+        .expect("spawn")
+        .wait()
+        .expect("wait");
+    assert!(!status.success(), "the write outside was not refused");
+    assert_eq!(
+        fs::read_to_string(h.project.join("inside.txt")).expect("the project was writable"),
+        "in\n"
+    );
+    assert!(!outside.exists(), "a write outside every root landed");
+    // The caller itself was not confined.
+    fs::write(&outside, "caller").expect("the caller stays unconfined");
+}
+
+#[test]
+fn a_missing_program_is_not_found_and_nothing_runs() {
+    let h = FakeHome::new();
+    let prepared = project_only(&h).prepare().expect("prepare");
+    let err = Spawn::new("strument-no-such-program")
+        .spawn(&prepared)
+        .expect_err("nothing to run");
+    assert_eq!(err.kind(), ErrorKind::NotFound);
+    // The granted half: a program found in PATH runs.
+    let status = Spawn::new("true")
+        .spawn(&prepared)
+        .expect("true is in PATH")
+        .wait()
+        .expect("wait");
+    assert!(status.success());
+    // A file that cannot be executed is refused as such.
+    let data = h.project.join("data.txt");
+    fs::write(&data, "not a program").expect("write");
+    let err = Spawn::new(&data)
+        .spawn(&prepared)
+        .expect_err("not executable");
+    assert_eq!(err.kind(), ErrorKind::PermissionDenied);
+}
+
+#[test]
+fn a_spawned_child_starts_with_default_signals_and_an_empty_mask() {
+    let h = FakeHome::new();
+    let prepared = project_only(&h).prepare().expect("prepare");
+    // The Rust runtime ignores SIGPIPE in this process; the command must
+    // not inherit that, nor a blocked mask.
+    let status = Spawn::new("sh")
+        .args([
+            "-c",
+            "grep -E '^Sig(Blk|Ign)' /proc/self/status > signals.txt; kill -PIPE $$; echo survived > after.txt",
+        ])
+        .current_dir(&h.project)
+        .spawn(&prepared)
+        .expect("spawn")
+        .wait()
+        .expect("wait");
+    assert_eq!(status.signal(), Some(libc::SIGPIPE), "{status:?}");
+    assert!(!h.project.join("after.txt").exists());
+    let signals = fs::read_to_string(h.project.join("signals.txt")).expect("the child ran");
+    assert!(
+        signals.contains("SigBlk:\t0000000000000000"),
+        "blocked signals inherited: {signals}"
+    );
+    let ignored = signals
+        .lines()
+        .find_map(|l| l.strip_prefix("SigIgn:\t"))
+        .and_then(|hex| u64::from_str_radix(hex.trim(), 16).ok())
+        .expect("SigIgn line");
+    assert_eq!(ignored & (1 << (libc::SIGPIPE - 1)), 0, "SIGPIPE ignored");
+}
+
+#[test]
+fn environment_directory_and_a_script_without_shebang_are_passed_on() {
+    let h = FakeHome::new();
+    let prepared = project_only(&h).prepare().expect("prepare");
+    let script = h.project.join("no-shebang");
+    fs::write(&script, "echo \"$GREETING $1\" > greeting.txt\n").expect("write script");
+    fs::set_permissions(&script, fs::Permissions::from_mode(0o755)).expect("chmod");
+    let status = Spawn::new("no-shebang")
+        .arg("world")
+        .env([
+            ("GREETING", "hello"),
+            ("PATH", h.project.to_str().expect("utf-8")),
+        ])
+        .current_dir(&h.project)
+        .spawn(&prepared)
+        .expect("spawn")
+        .wait()
+        .expect("wait");
+    assert!(status.success(), "{status:?}");
+    assert_eq!(
+        fs::read_to_string(h.project.join("greeting.txt")).expect("the script ran"),
+        "hello world\n"
+    );
+}
+
+#[test]
+fn a_caller_with_other_threads_spawns_confined_children() {
+    let h = FakeHome::new();
+    let prepared = project_only(&h).prepare().expect("prepare");
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let busy = {
+        let stop = stop.clone();
+        std::thread::spawn(move || {
+            let mut n = 0u64;
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                // Allocating while the children start: the child shares this memory.
+                n = n.wrapping_add(vec![1u8; 4096].len() as u64);
+            }
+            n
+        })
+    };
+    for i in 0..20 {
+        let name = format!("child-{i}");
+        let status = Spawn::new("sh")
+            .args(["-c", "echo ok > \"$1\"; echo no > \"$2\"", "sh", &name])
+            .arg(h.home.join(&name))
+            .current_dir(&h.project)
+            .spawn(&prepared)
+            .expect("spawn")
+            .wait()
+            .expect("wait");
+        assert!(!status.success());
+        assert!(h.project.join(&name).is_file(), "{name} did not run");
+        assert!(!h.home.join(&name).exists(), "{name} wrote outside");
+    }
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    busy.join().expect("the other thread ran on");
+}
