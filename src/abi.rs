@@ -22,6 +22,8 @@ use landlock::{AccessFs, BitFlags, Scope, make_bitflags};
 /// assert_eq!(Feature::Refer.since_linux(), "5.19");
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
+#[cfg_attr(feature = "serde", serde(rename_all = "kebab-case"))]
 #[non_exhaustive]
 pub enum Feature {
     /// Filesystem write rights: write, remove, make every file type.
@@ -202,6 +204,8 @@ pub(crate) fn test_cap() -> Option<u32> {
 /// A restriction of the running kernel's Landlock that changes what a
 /// confined command can do, reported rather than hidden.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
+#[cfg_attr(feature = "serde", serde(rename_all = "kebab-case"))]
 #[non_exhaustive]
 pub enum Limitation {
     /// ABI 1 (Linux 5.13–5.18) has no `REFER` right: moving or hard-linking

@@ -46,10 +46,11 @@
 //! [`writable`] (the default roots and the caches they need) and
 //! [`session`].
 //!
-//! With the `serde` feature the report types implement `Serialize`, in the
+//! With the `serde` feature the report types derive `Serialize`, in the
 //! shape `strument-sandbox policy --json` (and `probe`, `explain`, `run`)
 //! prints: paths as strings, stable names (`"directory"`, `"widens"`) for
-//! enums, and the sentence a person reads as `detail`. An agent renders its
+//! enums, an enum with data as an object tagged with its variant (the
+//! shape is documented once, in `doc/json.md`). An agent renders its
 //! `/sandbox` view from them.
 //!
 //! Errors live in one place ([`PolicyError`], [`ApplyError`],
@@ -98,7 +99,7 @@ pub use probe::{Availability, probe};
 pub use report::{Granted, Report, Skipped, Warning};
 pub use root::{Origin, Root, SkipReason};
 pub use session::{Finished, Session, SessionBuilder};
-pub use sockets::{Socket, default_sockets};
+pub use sockets::default_sockets;
 pub use writable::default_writable;
 
 // The README's examples are compiled (and type-checked) as doctests.

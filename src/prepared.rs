@@ -8,7 +8,6 @@ use std::sync::Arc;
 
 use crate::denials::{self, Audited};
 use crate::error::{ApplyError, DenialLogError};
-use crate::probe::Availability;
 use crate::report::Report;
 use crate::sys;
 use crate::terminal::TerminalFilter;
@@ -21,7 +20,6 @@ use crate::wait::{PlainWait, Waiter};
 #[derive(Debug, Clone)]
 pub struct Prepared {
     report: Report,
-    availability: Availability,
     ruleset: Arc<OwnedFd>,
     /// The seccomp program against terminal injection, built here so that
     /// the child only installs it.
@@ -29,16 +27,10 @@ pub struct Prepared {
 }
 
 impl Prepared {
-    /// A ruleset built for `report`, on a kernel with `availability`.
-    pub(crate) fn new(
-        report: Report,
-        availability: Availability,
-        ruleset: Arc<OwnedFd>,
-        filter: TerminalFilter,
-    ) -> Prepared {
+    /// A ruleset built for `report`, on the kernel its probe describes.
+    pub(crate) fn new(report: Report, ruleset: Arc<OwnedFd>, filter: TerminalFilter) -> Prepared {
         Prepared {
             report,
-            availability,
             ruleset,
             filter,
         }
@@ -78,14 +70,14 @@ impl Prepared {
     /// # Ok::<(), strument_sandbox::ApplyError>(())
     /// ```
     pub fn restrict_self(self) -> Result<Report, ApplyError> {
-        let flags = if self.availability.all_threads() {
+        let flags = if self.report.landlock.all_threads() {
             sys::RESTRICT_SELF_TSYNC
         } else {
             let threads = count_threads().map_err(ApplyError::CountThreads)?;
             if threads != 1 {
                 return Err(ApplyError::Threads {
                     threads,
-                    abi: self.availability.abi,
+                    abi: self.report.landlock.abi,
                 });
             }
             0
@@ -181,7 +173,13 @@ impl Prepared {
         cmd: &mut Command,
         waiter: &mut dyn Waiter,
     ) -> Result<Audited, DenialLogError> {
-        denials::status_with_denials(&self.availability, &self.ruleset, &self.filter, cmd, waiter)
+        denials::status_with_denials(
+            &self.report.landlock,
+            &self.ruleset,
+            &self.filter,
+            cmd,
+            waiter,
+        )
     }
 }
 

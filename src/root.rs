@@ -32,9 +32,11 @@ use std::path::{Path, PathBuf};
 /// assert!(!cache.origin.is_explicit());
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
 pub struct Root {
     /// The path as given (not resolved: the kernel resolves it when the
     /// policy is applied, and the report says what it resolved to).
+    #[cfg_attr(feature = "serde", serde(serialize_with = "crate::serialize::path"))]
     pub path: PathBuf,
     /// Who named it.
     pub origin: Origin,
@@ -90,10 +92,13 @@ impl From<String> for Root {
 
 /// An environment variable a root was read from, and its value as read.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
 pub struct Variable {
     /// The variable's name (`TMPDIR`, `XDG_CACHE_HOME`, `GOCACHE`, …).
+    #[cfg_attr(feature = "serde", serde(rename = "variable"))]
     pub name: &'static str,
     /// Its value.
+    #[cfg_attr(feature = "serde", serde(serialize_with = "crate::serialize::path"))]
     pub value: PathBuf,
 }
 
@@ -103,7 +108,8 @@ impl fmt::Display for Variable {
     }
 }
 
-/// Where a root came from.
+/// Where a root (a writable place, or a place unix sockets may be reached)
+/// came from.
 ///
 /// Roots the caller names ([`Project`](Origin::Project),
 /// [`State`](Origin::State), [`Extra`](Origin::Extra)) are granted
@@ -111,6 +117,8 @@ impl fmt::Display for Variable {
 /// directory or above. Every other root is derived (from the environment,
 /// the project's `.git`, or built in) and is skipped if it resolves there.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
+#[cfg_attr(feature = "serde", serde(tag = "kind", rename_all = "kebab-case"))]
 #[non_exhaustive]
 pub enum Origin {
     /// The project root, named by the caller.
@@ -122,11 +130,13 @@ pub enum Origin {
     Git {
         /// The file or symlink that named it: `<project>/.git` or a
         /// worktree's `commondir`.
+        #[cfg_attr(feature = "serde", serde(serialize_with = "crate::serialize::path"))]
         pointer: PathBuf,
     },
     /// Temporary space: `$TMPDIR`, or built in (`/tmp`, `/var/tmp`, `/dev/shm`).
     Temp {
         /// The variable it was read from, if any.
+        #[cfg_attr(feature = "serde", serde(flatten))]
         variable: Option<Variable>,
     },
     /// A device file programs write (`/dev/null`, `/dev/pts`, …).
@@ -135,11 +145,17 @@ pub enum Origin {
     /// variable (`XDG_CACHE_HOME`, `GOCACHE`, `CARGO_HOME`, …) says.
     Cache {
         /// The variable it was read from, if any.
+        #[cfg_attr(feature = "serde", serde(flatten))]
         variable: Option<Variable>,
     },
-    /// Named by the caller: `--allow`, the library's `extra`, or any path
-    /// converted into a [`Root`].
+    /// Named by the caller: `--allow`, `--allow-socket`, the library's
+    /// `extra`, or any path converted into a [`Root`].
     Extra,
+    /// A socket: `$SSH_AUTH_SOCK`, so that `git` over ssh signs in through
+    /// the agent.
+    SshAgent,
+    /// A socket: gpg-agent's (and keyboxd's), for signed commits and tags.
+    GpgAgent,
 }
 
 impl Origin {
@@ -159,7 +175,7 @@ impl Origin {
     }
 
     /// A short, stable name for programs: `project`, `state`, `git`,
-    /// `temp`, `device`, `cache` or `extra`.
+    /// `temp`, `device`, `cache`, `extra`, `ssh-agent` or `gpg-agent`.
     ///
     /// # Examples
     ///
@@ -176,6 +192,8 @@ impl Origin {
             Origin::Device => "device",
             Origin::Cache { .. } => "cache",
             Origin::Extra => "extra",
+            Origin::SshAgent => "ssh-agent",
+            Origin::GpgAgent => "gpg-agent",
         }
     }
 
@@ -207,12 +225,18 @@ impl fmt::Display for Origin {
             Origin::Cache { variable: Some(v) } => write!(f, "cache, from {v}"),
             Origin::Cache { variable: None } => f.write_str("cache, under the home directory"),
             Origin::Extra => f.write_str("named by the caller"),
+            Origin::SshAgent => {
+                f.write_str("$SSH_AUTH_SOCK: git and ssh sign in through the agent")
+            }
+            Origin::GpgAgent => f.write_str("gpg-agent: signed commits and tags"),
         }
     }
 }
 
 /// What a root was found to be when it was opened.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
+#[cfg_attr(feature = "serde", serde(rename_all = "kebab-case"))]
 #[non_exhaustive]
 pub enum RootKind {
     /// A directory: every write right, for everything beneath it.
@@ -245,6 +269,8 @@ impl RootKind {
 
 /// Why a root grants nothing.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
+#[cfg_attr(feature = "serde", serde(tag = "reason", rename_all = "kebab-case"))]
 #[non_exhaustive]
 pub enum SkipReason {
     /// The path (or a directory on the way) does not exist. Creating it
@@ -266,12 +292,14 @@ pub enum SkipReason {
         /// What it covers.
         covers: Covers,
         /// The path it resolved to.
+        #[cfg_attr(feature = "serde", serde(serialize_with = "crate::serialize::path"))]
         resolved: PathBuf,
     },
     /// A git root (from `.git` or a `commondir`) that does not lead to a
     /// git directory (`HEAD` and `objects/`, or `HEAD` and `commondir`).
     NotAGitDirectory {
         /// The path it resolved to.
+        #[cfg_attr(feature = "serde", serde(serialize_with = "crate::serialize::path"))]
         resolved: PathBuf,
     },
     /// A git directory the project's `.git` file or symlink leads to that
@@ -282,8 +310,10 @@ pub enum SkipReason {
     /// writable. `--allow` (or [`Origin::Extra`]) grants it anyway.
     AnotherWorkingTree {
         /// The path it resolved to.
+        #[cfg_attr(feature = "serde", serde(serialize_with = "crate::serialize::path"))]
         resolved: PathBuf,
         /// The project whose `.git` led there.
+        #[cfg_attr(feature = "serde", serde(serialize_with = "crate::serialize::path"))]
         project: PathBuf,
     },
 }
@@ -338,6 +368,8 @@ impl fmt::Display for SkipReason {
 
 /// What a root resolves to that makes it too wide to be derived.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
+#[cfg_attr(feature = "serde", serde(rename_all = "kebab-case"))]
 #[non_exhaustive]
 pub enum Covers {
     /// The home directory itself.

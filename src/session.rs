@@ -20,8 +20,8 @@ use crate::error::{DenialLogError, SessionError};
 use crate::policy::Policy;
 use crate::prepared::Prepared;
 use crate::report::Report;
-use crate::root::Root;
-use crate::sockets::{Socket, SocketReason, default_sockets};
+use crate::root::{Origin, Root};
+use crate::sockets::default_sockets;
 use crate::tripwire::{Change, Snapshot};
 use crate::writable::{create_missing_caches, default_writable};
 
@@ -400,7 +400,7 @@ impl SessionBuilder {
         sockets.extend(
             self.sockets
                 .iter()
-                .map(|path| Socket::new(path.clone(), SocketReason::Caller)),
+                .map(|path| Root::new(path.clone(), Origin::Extra)),
         );
         Ok(Policy { writable, sockets })
     }

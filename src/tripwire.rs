@@ -144,6 +144,8 @@ struct Entry {
 
 /// How a watched file changed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
+#[cfg_attr(feature = "serde", serde(rename_all = "kebab-case"))]
 #[non_exhaustive]
 pub enum ChangeKind {
     /// It did not exist and now does.
@@ -191,20 +193,28 @@ impl ChangeKind {
 /// Its `Display` is the line a person reads:
 /// `.git/hooks/pre-commit was created: git runs it outside the sandbox at your next commit`.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
 #[non_exhaustive]
 pub struct Change {
     /// The file, absolute.
+    #[cfg_attr(feature = "serde", serde(serialize_with = "crate::serialize::path"))]
     pub path: PathBuf,
     /// The file as a person names it: relative to the project when it is
     /// inside, absolute otherwise.
+    #[cfg_attr(feature = "serde", serde(serialize_with = "crate::serialize::path"))]
     pub name: PathBuf,
     /// What happened to it.
     pub kind: ChangeKind,
     /// Where it points now, when it is a symlink.
+    #[cfg_attr(
+        feature = "serde",
+        serde(serialize_with = "crate::serialize::path_opt")
+    )]
     pub target: Option<PathBuf>,
     /// Why it matters: who runs or obeys the file, and when.
     pub why: String,
     /// What the file is now, when it was replaced (`a directory`, …).
+    #[cfg_attr(feature = "serde", serde(skip))]
     now: Option<&'static str>,
 }
 

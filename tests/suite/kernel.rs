@@ -195,7 +195,7 @@ fn apply_in_a_multithreaded_process_without_tsync_is_refused() {
             .apply();
             if a.all_threads() {
                 let report = result.expect("ABI 8 confines every thread");
-                assert!(report.all_threads);
+                assert!(report.landlock.all_threads());
             } else {
                 match result {
                     Err(ApplyError::Threads { threads, .. }) => assert!(threads >= 2, "{threads}"),

@@ -103,6 +103,15 @@ fn refused(e: SessionError) -> Failure {
 /// `run --json`: how the command ended and what it changed that runs later.
 fn run_json(code: u8, status: ExitStatus, changes: &[Change]) -> Value {
     use std::os::unix::process::ExitStatusExt;
+    // Each change with the line a person reads, as the tripwire prints it.
+    let changes: Vec<Value> = changes
+        .iter()
+        .map(|c| {
+            let mut v = json!(c);
+            v["line"] = json!(c.to_string());
+            v
+        })
+        .collect();
     json!({
         "exit": code,
         "signal": status.signal(),
