@@ -12,9 +12,9 @@ use crate::error::DenialLogError;
 use crate::explain::Verdict;
 use crate::probe::Availability;
 use crate::report::Report;
-use crate::supervise::SignalForwarder;
 use crate::sys;
 use crate::terminal::TerminalFilter;
+use crate::wait::Waiter;
 use std::sync::Arc;
 
 /// `AUDIT_GET`: asks for the audit status.
@@ -30,6 +30,7 @@ const NLMSG_HDRLEN: usize = 16;
 
 /// One access the kernel refused the command, as its audit record says.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
 #[non_exhaustive]
 pub struct Denial {
     /// What was missing, in the kernel's words: `fs.write_file`,
@@ -38,6 +39,10 @@ pub struct Denial {
     /// The object the right was checked on, when it is a file: the file
     /// itself for `fs.write_file` and `fs.truncate`, the directory for
     /// `fs.make_*` and `fs.remove_*`.
+    #[cfg_attr(
+        feature = "serde",
+        serde(serialize_with = "crate::serialize::path_opt")
+    )]
     pub path: Option<PathBuf>,
     /// The record's fields as the kernel wrote them.
     pub record: String,
@@ -50,7 +55,7 @@ impl Denial {
     /// # Examples
     ///
     /// ```
-    /// assert_eq!(strument_sandbox::Denial::describe_blocker("fs.make_reg"), "creating a file");
+    /// assert_eq!(strument_sandbox::denials::Denial::describe_blocker("fs.make_reg"), "creating a file");
     /// ```
     #[must_use]
     pub fn what(&self) -> String {
@@ -68,7 +73,7 @@ impl Denial {
     /// # Examples
     ///
     /// ```
-    /// use strument_sandbox::Denial;
+    /// use strument_sandbox::denials::Denial;
     /// assert_eq!(Denial::describe_blocker("fs.refer"), "moving or linking between places");
     /// assert_eq!(Denial::describe_blocker("net.bind_udp"), "an access");
     /// ```
@@ -100,7 +105,7 @@ impl Denial {
     /// # Examples
     ///
     /// ```
-    /// # fn check(d: &strument_sandbox::Denial) {
+    /// # fn check(d: &strument_sandbox::denials::Denial) {
     /// let preposition = if d.in_directory() { "in" } else { "on" };
     /// # }
     /// ```
@@ -118,7 +123,7 @@ impl Denial {
     ///
     /// ```no_run
     /// use std::process::Command;
-    /// use strument_sandbox::{Advice, Policy};
+    /// use strument_sandbox::{denials::Advice, Policy};
     ///
     /// let prepared = Policy { writable: vec!["/home/me/project".into()], ..Policy::default() }.prepare()?;
     /// let audited = prepared.status_with_denials(&mut Command::new("make"))?;
@@ -190,14 +195,15 @@ pub struct Audited {
     pub lost: bool,
 }
 
-/// [`Prepared::status_with_denials`]: runs `cmd` under `ruleset` and
-/// `filter`, with `forwarder` when given, reading the refusals it meets.
+/// [`Prepared::status_with_denials`](crate::Prepared::status_with_denials):
+/// runs `cmd` under `ruleset` and `filter`, started and reaped by
+/// `waiter`, reading the refusals it meets.
 pub(crate) fn status_with_denials(
     availability: &Availability,
     ruleset: &Arc<OwnedFd>,
     filter: &TerminalFilter,
     cmd: &mut Command,
-    forwarder: Option<&SignalForwarder>,
+    waiter: &mut dyn Waiter,
 ) -> Result<Audited, DenialLogError> {
     if !availability.has(Feature::AuditLog) {
         return Err(DenialLogError::Abi {
@@ -215,26 +221,15 @@ pub(crate) fn status_with_denials(
         filter.clone(),
         sys::RESTRICT_SELF_LOG_NEW_EXEC_ON,
     );
-    if let Some(forwarder) = forwarder {
-        forwarder.unblock_in(cmd);
-    }
-    let mut child = cmd.spawn().map_err(DenialLogError::Spawn)?;
+    let mut child = waiter.spawn(cmd).map_err(DenialLogError::Spawn)?;
     let mut log = Log::new(child.id());
-    let status = match forwarder {
-        Some(forwarder) => {
-            let mut tick = || {
-                log.receive(&listener, 50);
-            };
-            forwarder
-                .wait_ticking(&child, Some(&mut tick))
-                .map_err(DenialLogError::Wait)?
+    // Polled: the records are read between checks, each read waiting
+    // briefly for one.
+    let status = loop {
+        if let Some(status) = waiter.try_wait(&mut child).map_err(DenialLogError::Wait)? {
+            break status;
         }
-        None => loop {
-            if let Some(status) = child.try_wait().map_err(DenialLogError::Wait)? {
-                break status;
-            }
-            log.receive(&listener, 50);
-        },
+        log.receive(&listener, 50);
     };
     // The last records and the sandbox's release trail the exit.
     let deadline = Instant::now() + Duration::from_secs(2);

@@ -16,10 +16,10 @@ use crate::error::{ApplyError, PolicyError};
 use crate::git::{COMMON_DIR_PARTS, COMMON_DIR_REFTABLE, is_git_dir, points_back};
 use crate::prepared::Prepared;
 use crate::probe::{Availability, probe};
-use crate::report::{Granted, Report, RootKind, SkipReason, Skipped, Warning};
-use crate::root::{Covers, Judge, Origin, Root};
+use crate::report::{Granted, Report, Skipped, Warning};
+use crate::root::{Covers, Judge, Origin, Root, RootKind, SkipReason};
 use crate::services::reachable_services;
-use crate::sockets::{self, GrantedSocket, SkippedSocket, Socket};
+use crate::sockets;
 use crate::sys;
 use crate::terminal::TerminalFilter;
 
@@ -67,7 +67,7 @@ pub struct Policy {
     /// itself stay reachable whatever this says. Empty means none: see
     /// [`default_sockets`](crate::default_sockets) for the usual ones
     /// (the project, the state directory, ssh-agent, gpg-agent).
-    pub sockets: Vec<Socket>,
+    pub sockets: Vec<Root>,
 }
 
 /// A root opened with `O_PATH`, ready to become a rule.
@@ -235,19 +235,17 @@ impl Policy {
                 }
             })?;
         }
-        Ok(Prepared::new(report, availability, Arc::new(fd), filter))
+        Ok(Prepared::new(report, Arc::new(fd), filter))
     }
 
     /// Validates and opens every root and socket, in order, dropping exact
     /// duplicates.
     fn open_roots(&self, availability: &Availability) -> Result<(Report, OpenPolicy), PolicyError> {
         let mut report = Report {
-            abi: availability.abi,
+            landlock: availability.clone(),
             granted: Vec::new(),
             skipped: Vec::new(),
             warnings: Vec::new(),
-            limitations: availability.limitations(),
-            all_threads: availability.all_threads(),
             sockets: Vec::new(),
             skipped_sockets: Vec::new(),
             reachable_services: Vec::new(),
@@ -387,7 +385,7 @@ pub(crate) fn require_absolute(path: &Path, what: &'static str) -> Result<(), Po
 }
 
 /// Opens each socket path, reporting it granted or skipped.
-fn open_sockets(list: &[Socket], report: &mut Report) -> Result<Vec<OpenRoot>, PolicyError> {
+fn open_sockets(list: &[Root], report: &mut Report) -> Result<Vec<OpenRoot>, PolicyError> {
     let mut open = Vec::new();
     let mut seen: HashSet<&Path> = HashSet::with_capacity(list.len());
     for socket in list {
@@ -395,25 +393,21 @@ fn open_sockets(list: &[Socket], report: &mut Report) -> Result<Vec<OpenRoot>, P
         if !seen.insert(socket.path.as_path()) {
             continue;
         }
-        let judged = open_root(&socket.path, &Origin::Extra, false).and_then(|root| {
+        let judged = open_root(&socket.path, &socket.origin, false).and_then(|root| {
             let is_socket = root.granted.kind == RootKind::Special
                 && std::fs::metadata(&socket.path).is_ok_and(|m| m.file_type().is_socket());
-            sockets::judge(socket, root.granted.kind, is_socket).map(|()| root)
+            sockets::judge(&socket.origin, root.granted.kind, is_socket).map(|()| root)
         });
         match judged {
             Ok(root) => {
-                report.sockets.push(GrantedSocket {
-                    path: socket.path.clone(),
-                    reason: socket.reason,
-                    kind: root.granted.kind,
-                });
+                report.sockets.push(root.granted.clone());
                 open.push(root);
             }
-            Err(skip) => report.skipped_sockets.push(SkippedSocket {
-                path: socket.path.clone(),
-                reason: socket.reason,
-                skip,
-            }),
+            Err(reason) => {
+                report
+                    .skipped_sockets
+                    .push(Skipped::new(&socket.path, &socket.origin, reason))
+            }
         }
     }
     Ok(open)

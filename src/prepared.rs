@@ -8,11 +8,10 @@ use std::sync::Arc;
 
 use crate::denials::{self, Audited};
 use crate::error::{ApplyError, DenialLogError};
-use crate::probe::Availability;
 use crate::report::Report;
-use crate::supervise::SignalForwarder;
 use crate::sys;
 use crate::terminal::TerminalFilter;
+use crate::wait::{PlainWait, Waiter};
 
 /// A policy whose ruleset is built but not yet enforced.
 ///
@@ -21,7 +20,6 @@ use crate::terminal::TerminalFilter;
 #[derive(Debug, Clone)]
 pub struct Prepared {
     report: Report,
-    availability: Availability,
     ruleset: Arc<OwnedFd>,
     /// The seccomp program against terminal injection, built here so that
     /// the child only installs it.
@@ -29,16 +27,10 @@ pub struct Prepared {
 }
 
 impl Prepared {
-    /// A ruleset built for `report`, on a kernel with `availability`.
-    pub(crate) fn new(
-        report: Report,
-        availability: Availability,
-        ruleset: Arc<OwnedFd>,
-        filter: TerminalFilter,
-    ) -> Prepared {
+    /// A ruleset built for `report`, on the kernel its probe describes.
+    pub(crate) fn new(report: Report, ruleset: Arc<OwnedFd>, filter: TerminalFilter) -> Prepared {
         Prepared {
             report,
-            availability,
             ruleset,
             filter,
         }
@@ -78,14 +70,14 @@ impl Prepared {
     /// # Ok::<(), strument_sandbox::ApplyError>(())
     /// ```
     pub fn restrict_self(self) -> Result<Report, ApplyError> {
-        let flags = if self.availability.all_threads() {
+        let flags = if self.report.landlock.all_threads() {
             sys::RESTRICT_SELF_TSYNC
         } else {
             let threads = count_threads().map_err(ApplyError::CountThreads)?;
             if threads != 1 {
                 return Err(ApplyError::Threads {
                     threads,
-                    abi: self.availability.abi,
+                    abi: self.report.landlock.abi,
                 });
             }
             0
@@ -155,13 +147,11 @@ impl Prepared {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn status_with_denials(&self, cmd: &mut Command) -> Result<Audited, DenialLogError> {
-        denials::status_with_denials(&self.availability, &self.ruleset, &self.filter, cmd, None)
+        self.status_with_denials_waiting(cmd, &mut PlainWait)
     }
 
-    /// [`Prepared::status_with_denials`], waiting for the command with
-    /// `forwarder`: signals sent to the caller reach the command, and job
-    /// control keeps working (see [`SignalForwarder`]). Install the
-    /// forwarder before calling this.
+    /// [`Prepared::status_with_denials`], with the command started and
+    /// reaped by `waiter` (the CLI's forwards signals while it waits).
     ///
     /// # Errors
     ///
@@ -171,25 +161,24 @@ impl Prepared {
     ///
     /// ```no_run
     /// use std::process::Command;
-    /// use strument_sandbox::{Policy, SignalForwarder};
+    /// use strument_sandbox::{Policy, session::PlainWait};
     ///
     /// let prepared = Policy { writable: vec!["/home/me/project".into()], ..Policy::default() }.prepare()?;
-    /// let forwarder = SignalForwarder::install()?;
-    /// let audited = prepared.status_with_denials_forwarding(&mut Command::new("make"), &forwarder)?;
+    /// let audited = prepared.status_with_denials_waiting(&mut Command::new("make"), &mut PlainWait)?;
     /// println!("{} refused", audited.denials.len());
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
-    pub fn status_with_denials_forwarding(
+    pub fn status_with_denials_waiting(
         &self,
         cmd: &mut Command,
-        forwarder: &SignalForwarder,
+        waiter: &mut dyn Waiter,
     ) -> Result<Audited, DenialLogError> {
         denials::status_with_denials(
-            &self.availability,
+            &self.report.landlock,
             &self.ruleset,
             &self.filter,
             cmd,
-            Some(forwarder),
+            waiter,
         )
     }
 }

@@ -21,8 +21,8 @@ use std::path::{Path, PathBuf};
 
 use crate::git;
 use crate::prepared::Prepared;
-use crate::report::RootKind;
 use crate::root::Origin;
+use crate::root::RootKind;
 
 /// How deep `.git/modules` is searched for submodules' git directories: a
 /// submodule at `libs/net/tls` keeps its own under `modules/libs/net/tls`.
@@ -144,6 +144,8 @@ struct Entry {
 
 /// How a watched file changed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
+#[cfg_attr(feature = "serde", serde(rename_all = "kebab-case"))]
 #[non_exhaustive]
 pub enum ChangeKind {
     /// It did not exist and now does.
@@ -170,7 +172,7 @@ impl ChangeKind {
     /// # Examples
     ///
     /// ```
-    /// use strument_sandbox::ChangeKind;
+    /// use strument_sandbox::tripwire::ChangeKind;
     /// assert_eq!(ChangeKind::MadeExecutable.name(), "made-executable");
     /// ```
     #[must_use]
@@ -191,20 +193,28 @@ impl ChangeKind {
 /// Its `Display` is the line a person reads:
 /// `.git/hooks/pre-commit was created: git runs it outside the sandbox at your next commit`.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
 #[non_exhaustive]
 pub struct Change {
     /// The file, absolute.
+    #[cfg_attr(feature = "serde", serde(serialize_with = "crate::serialize::path"))]
     pub path: PathBuf,
     /// The file as a person names it: relative to the project when it is
     /// inside, absolute otherwise.
+    #[cfg_attr(feature = "serde", serde(serialize_with = "crate::serialize::path"))]
     pub name: PathBuf,
     /// What happened to it.
     pub kind: ChangeKind,
     /// Where it points now, when it is a symlink.
+    #[cfg_attr(
+        feature = "serde",
+        serde(serialize_with = "crate::serialize::path_opt")
+    )]
     pub target: Option<PathBuf>,
     /// Why it matters: who runs or obeys the file, and when.
     pub why: String,
     /// What the file is now, when it was replaced (`a directory`, …).
+    #[cfg_attr(feature = "serde", serde(skip))]
     now: Option<&'static str>,
 }
 
@@ -258,7 +268,7 @@ impl fmt::Display for Change {
 ///
 /// ```no_run
 /// use std::process::Command;
-/// use strument_sandbox::{Policy, Snapshot, default_writable};
+/// use strument_sandbox::{Policy, tripwire::Snapshot, default_writable};
 ///
 /// let project = std::path::Path::new("/home/me/project");
 /// let prepared = Policy { writable: default_writable(project, None, &[])?, ..Policy::default() }.prepare()?;
@@ -291,7 +301,7 @@ impl Snapshot {
     /// # Examples
     ///
     /// ```no_run
-    /// use strument_sandbox::{Policy, Snapshot};
+    /// use strument_sandbox::{Policy, tripwire::Snapshot};
     /// let prepared = Policy { writable: vec!["/home/me/project".into()], ..Policy::default() }.prepare()?;
     /// let snapshot = Snapshot::take(&prepared);
     /// assert_eq!(snapshot.project(), std::path::Path::new("/home/me/project"));
@@ -332,7 +342,7 @@ impl Snapshot {
     /// # Examples
     ///
     /// ```
-    /// use strument_sandbox::{ChangeKind, Snapshot};
+    /// use strument_sandbox::{tripwire::ChangeKind, tripwire::Snapshot};
     ///
     /// let project = tempfile::tempdir()?;
     /// std::fs::create_dir_all(project.path().join(".git/hooks"))?;
@@ -363,7 +373,7 @@ impl Snapshot {
     /// # Examples
     ///
     /// ```
-    /// let snapshot = strument_sandbox::Snapshot::of_project("/no/such/project".as_ref());
+    /// let snapshot = strument_sandbox::tripwire::Snapshot::of_project("/no/such/project".as_ref());
     /// assert_eq!(snapshot.project(), std::path::Path::new("/no/such/project"));
     /// assert!(snapshot.changes().is_empty());
     /// ```
@@ -378,7 +388,7 @@ impl Snapshot {
     ///
     /// ```
     /// let project = tempfile::tempdir()?;
-    /// let snapshot = strument_sandbox::Snapshot::of_project(project.path());
+    /// let snapshot = strument_sandbox::tripwire::Snapshot::of_project(project.path());
     /// assert!(snapshot.watched().any(|p| p.ends_with(".envrc")));
     /// # Ok::<(), std::io::Error>(())
     /// ```
@@ -393,7 +403,7 @@ impl Snapshot {
     ///
     /// ```
     /// let project = tempfile::tempdir()?;
-    /// let first = strument_sandbox::Snapshot::of_project(project.path());
+    /// let first = strument_sandbox::tripwire::Snapshot::of_project(project.path());
     /// std::fs::write(project.path().join(".envrc"), "use nix\n")?;
     /// let second = first.again();
     /// assert_eq!(first.compare(&second).len(), 1);
@@ -415,7 +425,7 @@ impl Snapshot {
     /// # Examples
     ///
     /// ```
-    /// use strument_sandbox::{ChangeKind, Snapshot};
+    /// use strument_sandbox::{tripwire::ChangeKind, tripwire::Snapshot};
     /// let project = tempfile::tempdir()?;
     /// std::fs::write(project.path().join(".envrc"), "use nix\n")?;
     /// let before = Snapshot::of_project(project.path());
@@ -471,7 +481,7 @@ impl Snapshot {
     ///
     /// ```
     /// let project = tempfile::tempdir()?;
-    /// let snapshot = strument_sandbox::Snapshot::of_project(project.path());
+    /// let snapshot = strument_sandbox::tripwire::Snapshot::of_project(project.path());
     /// assert!(snapshot.changes().is_empty());
     /// # Ok::<(), std::io::Error>(())
     /// ```

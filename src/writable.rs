@@ -140,7 +140,7 @@ pub fn default_writable(
 /// # Examples
 ///
 /// ```no_run
-/// let created = strument_sandbox::create_missing_caches();
+/// let created = strument_sandbox::writable::create_missing_caches();
 /// for path in &created {
 ///     eprintln!("created {}", path.display());
 /// }

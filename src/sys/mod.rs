@@ -1,5 +1,5 @@
 //! Raw system calls: the crate's only `unsafe` code, one file per kernel
-//! interface (Landlock, seccomp, confining, audit netlink, signals,
+//! interface (Landlock, seccomp, confining, audit netlink,
 //! processes). Everything here is a thin wrapper over one syscall; the
 //! crate root denies `unsafe_code` everywhere else.
 
@@ -8,10 +8,8 @@ mod confine;
 mod landlock;
 mod process;
 mod seccomp;
-mod signal;
 
 pub(crate) use audit::*;
 pub(crate) use confine::*;
 pub(crate) use landlock::*;
 pub(crate) use process::*;
-pub(crate) use signal::*;

@@ -195,7 +195,7 @@ fn apply_in_a_multithreaded_process_without_tsync_is_refused() {
             .apply();
             if a.all_threads() {
                 let report = result.expect("ABI 8 confines every thread");
-                assert!(report.all_threads);
+                assert!(report.landlock.all_threads());
             } else {
                 match result {
                     Err(ApplyError::Threads { threads, .. }) => assert!(threads >= 2, "{threads}"),
@@ -261,3 +261,56 @@ fn the_command_refused_without_landlock_runs_with_it() {
 
 /// Widening the next sandbox, from inside this one or from the environment.
 mod widening;
+
+/// examples/tokio_agent.rs: an agent on tokio opens one `Session` and
+/// confines 32 commands it runs at once through it. Each child's write in
+/// the project lands and its write outside is refused, while the agent,
+/// whose runtime threads were never confined, still writes outside.
+#[test]
+fn an_async_agent_confines_32_children_and_stays_unconfined() {
+    let home = FakeHome::new();
+    let outside = home.home.join("outside");
+    fs::create_dir(&outside).expect("mkdir outside");
+    let example = build_example("tokio_agent");
+    let mut cmd = Command::new(&example);
+    home.env(&mut cmd);
+    cmd.arg(&home.project).arg(&outside).arg("32");
+    let out = output(&mut cmd);
+    assert_success(&out);
+    for i in 0..32 {
+        let inside = home.project.join(format!("child-{i}"));
+        let written = fs::read_to_string(&inside)
+            .unwrap_or_else(|e| panic!("{}: {e}\n{}", inside.display(), show(&out)));
+        assert_eq!(written, format!("child {i}\n"));
+        assert!(
+            !outside.join(format!("child-{i}")).exists(),
+            "child {i} wrote outside the project\n{}",
+            show(&out)
+        );
+    }
+    assert_eq!(
+        fs::read_to_string(outside.join("agent")).expect("the agent's own write outside"),
+        "written by the agent\n"
+    );
+    home.assert_sentinels_intact();
+}
+
+/// Builds `examples/NAME.rs` with this test's features and profile, and
+/// returns the executable (beside the test binary's `deps/`).
+fn build_example(name: &str) -> std::path::PathBuf {
+    let mut cargo = Command::new(env!("CARGO"));
+    cargo
+        .args(["build", "--quiet", "--features", "cli", "--example", name])
+        .arg("--manifest-path")
+        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("Cargo.toml"));
+    if !cfg!(debug_assertions) {
+        cargo.arg("--release");
+    }
+    assert_success(&output(&mut cargo));
+    let exe = std::env::current_exe().expect("the test binary's path");
+    let profile = exe
+        .parent()
+        .and_then(Path::parent)
+        .expect("target/<profile>/deps/<test>");
+    profile.join("examples").join(name)
+}

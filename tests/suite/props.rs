@@ -20,8 +20,8 @@ use std::path::{Path, PathBuf};
 use proptest::prelude::*;
 use proptest::test_runner::Config;
 use strument_sandbox::{
-    ExplainError, Origin, Policy, PolicyError, Root, RootKind, SkipReason, Verdict, Warning,
-    default_writable,
+    ExplainError, Origin, Policy, PolicyError, Root, SkipReason, Warning, default_writable,
+    explain::Verdict, root::RootKind,
 };
 
 /// A directory tree holding every awkward kind of root.

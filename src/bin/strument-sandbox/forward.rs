@@ -7,6 +7,8 @@ use std::os::unix::process::ExitStatusExt;
 use std::process::{Child, Command, ExitStatus};
 use std::time::Duration;
 
+use strument_sandbox::session::Waiter;
+
 use crate::sys::{self, ChildState, SignalAction, SignalInfo, SignalSet};
 
 /// The signals a waiting process passes on to its command.
@@ -23,10 +25,10 @@ const SI_KERNEL: libc::c_int = 0x80;
 /// Made with [`SignalForwarder::install`] *before* the child is spawned: it
 /// blocks those signals (and SIGCHLD, SIGCONT) in the calling thread, so
 /// none is lost or kills the caller in between. Spawn the command with
-/// [`SignalForwarder::spawn`], which gives it the mask the caller had
+/// [`Waiter::spawn`], which gives it the mask the caller had
 /// before. Dropping the forwarder restores the thread's mask.
 ///
-/// While [`SignalForwarder::wait`] waits:
+/// While [`Waiter::wait`] waits:
 ///
 /// - a forwarded signal *sent* to the caller (`kill`, `timeout`, a
 ///   supervisor) is sent on to the command; one the terminal generated
@@ -43,23 +45,8 @@ const SI_KERNEL: libc::c_int = 0x80;
 /// Only the calling thread's mask is changed: in a program with other
 /// threads, block these signals in all of them, or one of them takes the
 /// signal and it is not forwarded.
-///
-/// # Examples
-///
-/// ```no_run
-/// use std::process::Command;
-/// use strument_sandbox::{Policy, SignalForwarder};
-///
-/// let prepared = Policy { writable: vec!["/home/me/project".into()], ..Policy::default() }.prepare()?;
-/// let forwarder = SignalForwarder::install()?; // before spawning
-/// let mut cmd = Command::new("go");
-/// cmd.args(["test", "./..."]);
-/// prepared.confine(&mut cmd);
-/// let status = forwarder.wait(forwarder.spawn(&mut cmd)?)?;
-/// # Ok::<(), Box<dyn std::error::Error>>(())
-/// ```
 #[derive(Debug)]
-pub struct SignalForwarder {
+pub(crate) struct SignalForwarder {
     blocked: SignalSet,
     previous: SignalSet,
     /// SIGCHLD's disposition before: ignored, the kernel would reap the
@@ -82,15 +69,7 @@ impl SignalForwarder {
     ///
     /// The error of `pthread_sigmask`, which fails only for an invalid
     /// argument.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// let forwarder = strument_sandbox::SignalForwarder::install()?;
-    /// drop(forwarder); // the mask is as it was
-    /// # Ok::<(), std::io::Error>(())
-    /// ```
-    pub fn install() -> io::Result<SignalForwarder> {
+    pub(crate) fn install() -> io::Result<SignalForwarder> {
         let mut signals = FORWARDED.to_vec();
         signals.extend([libc::SIGCHLD, libc::SIGCONT]);
         let blocked = SignalSet::of(&signals);
@@ -109,101 +88,62 @@ impl SignalForwarder {
         })
     }
 
-    /// Spawns `cmd` with the signal mask the caller had before
-    /// [`SignalForwarder::install`] (a blocked mask would otherwise be
-    /// inherited, and the command could not be interrupted).
-    ///
-    /// # Errors
-    ///
-    /// As [`Command::spawn`].
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use std::process::Command;
-    /// let forwarder = strument_sandbox::SignalForwarder::install()?;
-    /// let child = forwarder.spawn(Command::new("sh").args(["-c", "kill -TERM $$"]))?;
-    /// let status = forwarder.wait(child)?;
-    /// # use std::os::unix::process::ExitStatusExt;
-    /// assert_eq!(status.signal(), Some(libc::SIGTERM));
-    /// # Ok::<(), std::io::Error>(())
-    /// ```
-    pub fn spawn(&self, cmd: &mut Command) -> io::Result<Child> {
-        self.unblock_in(cmd);
+    /// One look at `child`: reaped when it has ended; stopped with it when
+    /// it alone was stopped; otherwise one signal taken (waiting at most
+    /// `timeout`, forever with `None`) and passed on.
+    fn poll(&self, child: &Child, timeout: Option<Duration>) -> io::Result<Option<ExitStatus>> {
+        let pid = libc::pid_t::try_from(child.id()).map_err(io::Error::other)?;
+        match sys::wait_child(pid)? {
+            ChildState::Ended(raw) => {
+                // Signals still pending were meant for the command,
+                // which has ended: they must not kill the caller once
+                // its mask is restored.
+                while sys::wait_signal(&self.blocked, Some(Duration::ZERO))?.is_some() {}
+                return Ok(Some(ExitStatus::from_raw(raw)));
+            }
+            ChildState::Stopped(_) => {
+                // The command alone was stopped: on a terminal, stop with
+                // it, so the shell shows the job stopped; SIGCONT, from
+                // `fg` or `bg`, resumes this process and is passed on
+                // below. Off a terminal nobody would resume this process,
+                // so it waits on; SIGTSTP, not SIGSTOP, so that the kernel
+                // drops it in an orphaned process group.
+                if sys::foreground_of_a_terminal() {
+                    if let Ok(me) = libc::pid_t::try_from(std::process::id()) {
+                        let _ = sys::kill(me, libc::SIGTSTP);
+                    }
+                }
+            }
+            ChildState::Running => {}
+        }
+        if let Some(info) = sys::wait_signal(&self.blocked, timeout)? {
+            forward(pid, info);
+        }
+        Ok(None)
+    }
+}
+
+/// Spawning gives the command the signal mask the caller had before
+/// [`SignalForwarder::install`] (a blocked mask would otherwise be
+/// inherited, and the command could not be interrupted); waiting forwards
+/// signals as described on [`SignalForwarder`] and discards those still
+/// pending when the command has ended, which were meant for it.
+impl Waiter for SignalForwarder {
+    fn spawn(&mut self, cmd: &mut Command) -> io::Result<Child> {
+        sys::set_signal_mask_before_exec(cmd, self.previous);
         cmd.spawn()
     }
 
-    /// Makes `cmd`'s child start with the caller's original signal mask.
-    pub(crate) fn unblock_in(&self, cmd: &mut Command) {
-        sys::set_signal_mask_before_exec(cmd, self.previous);
-    }
-
-    /// Waits for `child` to end, forwarding signals as described on
-    /// [`SignalForwarder`], and reaps it. Signals still pending when it
-    /// has ended were meant for it and are discarded.
-    ///
-    /// # Errors
-    ///
-    /// The error of `waitpid` (`ECHILD` when the child was already waited
-    /// for) or of waiting for a signal.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use std::process::Command;
-    /// let forwarder = strument_sandbox::SignalForwarder::install()?;
-    /// let status = forwarder.wait(forwarder.spawn(Command::new("sh").args(["-c", "exit 3"]))?)?;
-    /// assert_eq!(status.code(), Some(3));
-    /// # Ok::<(), std::io::Error>(())
-    /// ```
-    pub fn wait(&self, child: Child) -> io::Result<ExitStatus> {
-        self.wait_ticking(&child, None)
-    }
-
-    /// [`SignalForwarder::wait`], calling `tick` between checks; `tick`
-    /// itself must block briefly (the audit log reader polls its socket),
-    /// or this spins.
-    pub(crate) fn wait_ticking(
-        &self,
-        child: &Child,
-        mut tick: Option<&mut dyn FnMut()>,
-    ) -> io::Result<ExitStatus> {
-        let pid = libc::pid_t::try_from(child.id()).map_err(io::Error::other)?;
+    fn wait(&mut self, child: &mut Child) -> io::Result<ExitStatus> {
         loop {
-            match sys::wait_child(pid)? {
-                ChildState::Ended(raw) => {
-                    // Signals still pending were meant for the command,
-                    // which has ended: they must not kill the caller once
-                    // its mask is restored.
-                    while sys::wait_signal(&self.blocked, Some(Duration::ZERO))?.is_some() {}
-                    return Ok(ExitStatus::from_raw(raw));
-                }
-                ChildState::Stopped(_) => {
-                    // The command alone was stopped: on a terminal, stop with
-                    // it, so the shell shows the job stopped; SIGCONT, from
-                    // `fg` or `bg`, resumes this process and is passed on
-                    // below. Off a terminal nobody would resume this process,
-                    // so it waits on; SIGTSTP, not SIGSTOP, so that the kernel
-                    // drops it in an orphaned process group.
-                    if sys::foreground_of_a_terminal() {
-                        if let Ok(me) = libc::pid_t::try_from(std::process::id()) {
-                            let _ = sys::kill(me, libc::SIGTSTP);
-                        }
-                    }
-                }
-                ChildState::Running => {}
-            }
-            let timeout = match tick.as_mut() {
-                Some(tick) => {
-                    tick();
-                    Some(Duration::ZERO)
-                }
-                None => None,
-            };
-            if let Some(info) = sys::wait_signal(&self.blocked, timeout)? {
-                forward(pid, info);
+            if let Some(status) = self.poll(child, None)? {
+                return Ok(status);
             }
         }
+    }
+
+    fn try_wait(&mut self, child: &mut Child) -> io::Result<Option<ExitStatus>> {
+        self.poll(child, Some(Duration::ZERO))
     }
 }
 
