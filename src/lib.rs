@@ -53,9 +53,11 @@
 #![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
 
 mod abi;
+pub(crate) mod beneath;
 mod denials;
 mod error;
 mod explain;
+mod fds;
 #[cfg(fuzzing)]
 #[doc(hidden)]
 pub mod fuzzing;

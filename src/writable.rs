@@ -5,6 +5,7 @@ use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
+use crate::beneath;
 use crate::error::PolicyError;
 use crate::git::git_dirs;
 use crate::policy::require_absolute;
@@ -231,17 +232,16 @@ pub(crate) fn create_missing_caches_for(
             .any(|dir| dir.join(tool).is_file())
     };
     let mut created = Vec::new();
+    // Beneath the home directory (or `/`), through no symlink: an earlier
+    // confined command may have left one where a cache is made.
+    let anchor = home.clone();
     let mut make = |path: &Path| {
         let made = if is_lock_file(path) {
-            std::fs::OpenOptions::new()
-                .write(true)
-                .create_new(true)
-                .open(path)
-                .map(drop)
+            beneath::make_file(path, anchor.as_deref())
         } else {
-            std::fs::create_dir(path)
+            beneath::make_dir(path, anchor.as_deref())
         };
-        if made.is_ok() {
+        if made.is_ok_and(|made| made) {
             created.push(path.to_path_buf());
         }
     };
@@ -297,11 +297,13 @@ pub(crate) fn create_missing_caches_for(
     if let Some(checked) = stamp {
         // After the directories are made, so the stamp is newer than the
         // cache home's change time.
-        let _ = std::fs::OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .open(&checked)
+        let _ = checked
+            .parent()
+            .zip(checked.file_name())
+            .ok_or_else(|| std::io::Error::from_raw_os_error(libc::EINVAL))
+            .and_then(|(dir, name)| {
+                beneath::open_dir(dir, home.as_deref())?.write_file(name, 0o666)
+            })
             .and_then(|f| f.set_modified(std::time::SystemTime::now()));
     }
     for root in caches(&var, home.as_deref(), &judge) {

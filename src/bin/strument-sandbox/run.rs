@@ -21,6 +21,8 @@ pub(crate) struct RunOptions {
     pub(crate) create_caches: bool,
     pub(crate) explain_denials: bool,
     pub(crate) json: bool,
+    /// Descriptors above 2 the command keeps (`--keep-fd`).
+    pub(crate) keep_fds: Vec<i32>,
 }
 
 pub(crate) fn cmd_run(
@@ -47,7 +49,10 @@ pub(crate) fn cmd_run(
         strument_sandbox::ApplyError::Unavailable(_) => Failure::new(status::UNAVAILABLE, e),
         e => Failure::new(status::POLICY, e),
     };
-    let prepared = policy.prepare().map_err(refused)?;
+    let prepared = policy
+        .prepare()
+        .map_err(refused)?
+        .keep_fds(options.keep_fds.iter().copied());
     if verbose {
         print_report(prepared.report());
     } else {
