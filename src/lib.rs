@@ -86,7 +86,7 @@ pub use policy::Policy;
 pub use prepared::Prepared;
 pub use probe::{Availability, Limitation, probe};
 pub use report::{Granted, Report, RootKind, SkipReason, Skipped, Warning};
-pub use root::{Covers, Origin, Root, Variable, covers_home};
+pub use root::{Covers, Origin, Rights, Root, Variable, covers_home};
 pub use services::{Service, ServiceKind, reachable_services};
 pub use sockets::{GrantedSocket, SkippedSocket, Socket, SocketReason, default_sockets};
 pub use supervise::SignalForwarder;

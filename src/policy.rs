@@ -216,7 +216,7 @@ impl Policy {
         // directories: open_roots already knows (a fifth of apply's syscalls).
         let root_rules = open.roots.iter().map(|root| {
             let access = match root.granted.kind {
-                RootKind::Directory => abi.write_access(),
+                RootKind::Directory => abi.directory_access(root.granted.rights),
                 RootKind::File | RootKind::Special => abi.file_access(),
             };
             (root, access)
@@ -273,7 +273,15 @@ impl Policy {
         // A set, not a scan of the earlier entries: the scan made 4096 roots
         // cost over half a second (`cargo bench --bench sandbox -- apply`).
         let mut seen: HashSet<&Path> = HashSet::with_capacity(self.writable.len());
-        for (i, Root { path, origin }) in self.writable.iter().enumerate() {
+        for (
+            i,
+            Root {
+                path,
+                origin,
+                rights,
+            },
+        ) in self.writable.iter().enumerate()
+        {
             require_absolute(path, "writable root")?;
             if !seen.insert(path.as_path()) {
                 continue;
@@ -285,6 +293,9 @@ impl Policy {
                     continue;
                 }
             };
+            if root.granted.kind == RootKind::Directory {
+                root.granted.rights = *rights;
+            }
             // Asked of the kernel once: open_root already did for an input.
             let resolved = |root: &OpenRoot| {
                 root.granted

@@ -9,7 +9,7 @@ use crate::abi;
 use crate::error::ExplainError;
 use crate::explain::{self, Explanation};
 use crate::probe::Limitation;
-use crate::root::{Covers, Origin};
+use crate::root::{Covers, Origin, Rights};
 use crate::services::Service;
 use crate::sockets::{GrantedSocket, SkippedSocket};
 #[cfg(doc)]
@@ -62,6 +62,8 @@ pub struct Granted {
     pub resolved: Option<PathBuf>,
     /// What it resolved to.
     pub kind: RootKind,
+    /// The write rights it is granted, when it is a directory.
+    pub rights: Rights,
     /// Device and inode the rule is anchored to: the identity the kernel
     /// checks, whatever name the inode is later reached by.
     id: (u64, u64),
@@ -82,6 +84,7 @@ impl Granted {
             origin: origin.clone(),
             resolved,
             kind,
+            rights: Rights::All,
             id,
         }
     }

@@ -37,6 +37,65 @@ pub struct Root {
     pub path: PathBuf,
     /// Who named it.
     pub origin: Origin,
+    /// The write rights it is granted, when it is a directory: every one
+    /// unless the cache table narrows them.
+    pub rights: Rights,
+}
+
+/// The write rights a directory root is granted.
+///
+/// Every root gets every write right of the kernel's ABI, so that renames
+/// and hard links between roots work, except a cache that never legitimately
+/// holds a symlink: there a symlink could only be a plant, left for the
+/// user's own unconfined toolchain to follow (a symlink at
+/// `~/.cache/go-build/trim.txt` makes the next `go build` overwrite its
+/// target). Landlock checks `MAKE_SYM` when a symlink is created and when
+/// one is renamed or linked into the root.
+///
+/// # Examples
+///
+/// ```
+/// use strument_sandbox::{Origin, Rights, Root};
+/// let cache = Root::new("/home/me/.cache/go-build", Origin::Cache { variable: None })
+///     .with_rights(Rights::NoSymlinks);
+/// assert_eq!(cache.rights.name(), "no-symlinks");
+/// assert_eq!(Root::from("/srv/out").rights, Rights::All);
+/// ```
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Rights {
+    /// Every write right the kernel's ABI handles.
+    #[default]
+    All,
+    /// Every write right but `MAKE_SYM`: no symlink can be made in the root
+    /// or moved into it.
+    NoSymlinks,
+}
+
+impl Rights {
+    /// A short, stable name for programs: `all` or `no-symlinks`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// assert_eq!(strument_sandbox::Rights::All.name(), "all");
+    /// ```
+    #[must_use]
+    pub fn name(&self) -> &'static str {
+        match self {
+            Rights::All => "all",
+            Rights::NoSymlinks => "no-symlinks",
+        }
+    }
+}
+
+impl fmt::Display for Rights {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Rights::All => "every write right",
+            Rights::NoSymlinks => "no symlinks may be made or moved in",
+        })
+    }
 }
 
 impl Root {
@@ -53,7 +112,23 @@ impl Root {
         Root {
             path: path.into(),
             origin,
+            rights: Rights::All,
         }
+    }
+
+    /// This root, granted `rights` instead of every write right.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use strument_sandbox::{Rights, Root};
+    /// let r = Root::from("/srv/cache").with_rights(Rights::NoSymlinks);
+    /// assert_eq!(r.rights, Rights::NoSymlinks);
+    /// ```
+    #[must_use]
+    pub fn with_rights(mut self, rights: Rights) -> Root {
+        self.rights = rights;
+        self
     }
 }
 

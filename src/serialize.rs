@@ -16,7 +16,7 @@ use crate::error::ProbeError;
 use crate::explain::{Explanation, Verdict};
 use crate::probe::{Availability, Limitation};
 use crate::report::{Granted, Report, RootKind, SkipReason, Skipped, Warning};
-use crate::root::{Covers, Origin, Root};
+use crate::root::{Covers, Origin, Rights, Root};
 use crate::services::{Service, ServiceKind};
 use crate::sockets::{GrantedSocket, SkippedSocket, Socket, SocketReason};
 use crate::tripwire::{Change, ChangeKind};
@@ -51,6 +51,7 @@ macro_rules! by_name {
 
 by_name!(
     RootKind,
+    Rights,
     SkipReason,
     Limitation,
     Covers,
@@ -102,6 +103,7 @@ object! {
     Root => |r| {
         "path": lossy(&r.path),
         "origin": r.origin,
+        "rights": r.rights,
     }
     Socket => |k| {
         "path": lossy(&k.path),
@@ -112,6 +114,7 @@ object! {
         "kind": g.kind,
         "origin": g.origin,
         "resolved": lossy_opt(g.resolved.as_deref()),
+        "rights": g.rights,
     }
     Skipped => |k| {
         "path": lossy(&k.path),

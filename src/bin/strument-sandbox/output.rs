@@ -4,7 +4,7 @@
 use std::io;
 use std::path::{Path, PathBuf};
 
-use strument_sandbox::{Availability, Feature, Report, Service, reachable_services};
+use strument_sandbox::{Availability, Feature, Report, Rights, Service, reachable_services};
 
 /// `println!` that ends the program quietly when standard output is closed
 /// (`strument-sandbox policy | head`), as a shell tool should, instead of
@@ -36,7 +36,13 @@ pub(crate) fn report_lines(report: &Report) -> Vec<String> {
             .unwrap_or_default()
     };
     let granted = report.granted.iter().map(|g| {
-        let rest = format!("{}  [{}]", resolved(&g.resolved), g.origin);
+        // Only a narrower set is worth a word: every other root has them all.
+        let rights = if g.rights == Rights::All {
+            String::new()
+        } else {
+            format!("  ({})", g.rights)
+        };
+        let rest = format!("{}  [{}]{rights}", resolved(&g.resolved), g.origin);
         row("granted", g.kind.name(), &g.path, &rest)
     });
     let skipped = report.skipped.iter().map(|s| {
