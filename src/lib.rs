@@ -75,6 +75,7 @@ mod supervise;
 #[allow(unsafe_code)]
 mod sys;
 mod terminal;
+mod through;
 mod tripwire;
 mod writable;
 

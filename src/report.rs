@@ -148,6 +148,17 @@ pub enum SkipReason {
         /// The path it resolved to.
         resolved: PathBuf,
     },
+    /// The root came from the environment, the cache home or the project's
+    /// `.git`, and resolves through a symlink that sits in a granted
+    /// directory, where a confined command could have planted it, to a
+    /// place outside every granted directory. (`TMPDIR=/tmp/nix-shell.X`
+    /// replaced by a symlink to `~/.local/bin`.)
+    ThroughWritable {
+        /// The symlink on the way.
+        link: PathBuf,
+        /// The path it resolved to.
+        resolved: PathBuf,
+    },
     /// A git directory the project's `.git` file or symlink leads to that
     /// does not name the project back: a linked worktree's gitdir whose
     /// `gitdir` file does not lead to the project's `.git`, or a repository
@@ -164,7 +175,8 @@ pub enum SkipReason {
 
 impl SkipReason {
     /// A short, stable name for programs: `missing`, `cannot-open`,
-    /// `widens`, `not-a-git-directory` or `another-working-tree`.
+    /// `widens`, `not-a-git-directory`, `through-writable` or
+    /// `another-working-tree`.
     ///
     /// # Examples
     ///
@@ -178,6 +190,7 @@ impl SkipReason {
             SkipReason::CannotOpen { .. } => "cannot-open",
             SkipReason::Widens { .. } => "widens",
             SkipReason::NotAGitDirectory { .. } => "not-a-git-directory",
+            SkipReason::ThroughWritable { .. } => "through-writable",
             SkipReason::AnotherWorkingTree { .. } => "another-working-tree",
         }
     }
@@ -198,6 +211,13 @@ impl fmt::Display for SkipReason {
             SkipReason::NotAGitDirectory { resolved } => write!(
                 f,
                 "resolves to {}, which is not a git directory (no HEAD with objects/ or commondir)",
+                resolved.display()
+            ),
+            SkipReason::ThroughWritable { link, resolved } => write!(
+                f,
+                "resolves through {}, a symlink in a granted directory that a confined command \
+                 could have planted, to {}, outside every granted directory",
+                link.display(),
                 resolved.display()
             ),
             SkipReason::AnotherWorkingTree { resolved, project } => write!(

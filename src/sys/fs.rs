@@ -3,10 +3,9 @@
 //! unconfined goes through these, so that no symlink a confined command
 //! planted can redirect it.
 
-use std::ffi::{CStr, OsString};
+use std::ffi::CStr;
 use std::io;
 use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
-use std::os::unix::ffi::OsStringExt;
 
 /// `struct open_how` from `<linux/openat2.h>`.
 #[repr(C)]
@@ -95,23 +94,4 @@ pub(crate) fn mkdirat(dir: BorrowedFd<'_>, name: &CStr, mode: libc::mode_t) -> i
     } else {
         Err(io::Error::last_os_error())
     }
-}
-
-/// Where the symlink `link` (opened `O_PATH | O_NOFOLLOW`) points:
-/// `readlinkat(link, "")`.
-pub(crate) fn readlink_fd(link: BorrowedFd<'_>) -> io::Result<OsString> {
-    let mut buf = vec![0u8; libc::PATH_MAX as usize];
-    // SAFETY: the empty path is NUL-terminated; `buf` is writable for the
-    // length passed and outlives the call; `link` is a live descriptor.
-    let ret = unsafe {
-        libc::readlinkat(
-            link.as_raw_fd(),
-            c"".as_ptr(),
-            buf.as_mut_ptr().cast(),
-            buf.len(),
-        )
-    };
-    let len = usize::try_from(ret).map_err(|_| io::Error::last_os_error())?;
-    buf.truncate(len);
-    Ok(OsString::from_vec(buf))
 }
