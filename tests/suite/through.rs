@@ -98,6 +98,33 @@ fn a_symlink_cannot_be_planted_in_go_build_and_go_test_still_works() {
         show(&out)
     );
     assert!(!is_symlink(&trim));
+    // `policy` says which roots are narrower, in text and in JSON.
+    let text = output(&mut h.policy_command::<&str>(&[]));
+    let go_build = String::from_utf8_lossy(&text.stdout)
+        .lines()
+        .find(|l| l.contains("/.cache/go-build"))
+        .map(str::to_owned)
+        .unwrap_or_default();
+    assert!(
+        go_build.ends_with("(no symlinks may be made or moved in)"),
+        "{go_build}"
+    );
+    let json = output(&mut h.policy_command(&["--json"]));
+    let v: serde_json::Value = serde_json::from_slice(&json.stdout).expect("policy --json");
+    let rights = |path: &Path| {
+        v["granted"]
+            .as_array()
+            .and_then(|g| {
+                g.iter()
+                    .find(|r| r["path"] == path.to_string_lossy().as_ref())
+            })
+            .map(|r| r["rights"].clone())
+    };
+    assert_eq!(
+        rights(&h.home.join(".cache/go-build")),
+        Some("no-symlinks".into())
+    );
+    assert_eq!(rights(&h.project), Some("all".into()));
     // The user's next go build and go test, unconfined, in this project.
     assert_success(&unconfined(&h, &h.project, &["go", "build", "./..."]));
     assert_success(&unconfined(
