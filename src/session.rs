@@ -11,6 +11,7 @@
 //! The caller itself stays unconfined.
 
 use std::io;
+use std::os::fd::RawFd;
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitStatus};
 use std::sync::{Mutex, PoisonError};
@@ -74,6 +75,7 @@ pub struct SessionBuilder {
     extra: Vec<PathBuf>,
     sockets: Vec<PathBuf>,
     create_caches: bool,
+    keep_fds: Vec<RawFd>,
 }
 
 /// How a command run by [`Session::run`] ended, and what it changed.
@@ -301,6 +303,7 @@ impl SessionBuilder {
             extra: Vec::new(),
             sockets: Vec::new(),
             create_caches: true,
+            keep_fds: Vec::new(),
         }
     }
 
@@ -365,6 +368,20 @@ impl SessionBuilder {
     /// ```
     pub fn create_caches(mut self, create: bool) -> SessionBuilder {
         self.create_caches = create;
+        self
+    }
+
+    /// Descriptors above 2 the confined commands keep (see
+    /// [`Prepared::keep_fds`]); every other one is closed at their `exec`.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// let session = strument_sandbox::Session::builder("/home/me/project").keep_fds([3]).open()?;
+    /// # Ok::<(), strument_sandbox::SessionError>(())
+    /// ```
+    pub fn keep_fds(mut self, fds: impl IntoIterator<Item = RawFd>) -> SessionBuilder {
+        self.keep_fds.extend(fds);
         self
     }
 
@@ -449,7 +466,10 @@ impl SessionBuilder {
         } else {
             Vec::new()
         };
-        let prepared = self.policy_for(&project)?.prepare()?;
+        let prepared = self
+            .policy_for(&project)?
+            .prepare()?
+            .keep_fds(self.keep_fds.iter().copied());
         let tripwire = Mutex::new(Snapshot::take(&prepared));
         Ok(Session {
             prepared,

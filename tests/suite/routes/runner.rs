@@ -79,7 +79,10 @@ pub(super) fn try_side(
         f
     });
     if route.sandboxed(side) {
-        prepared.confine(&mut cmd);
+        // A descriptor is passed on only when kept by name: this route is
+        // the caller's own choice to hand one over.
+        let kept = inherited.as_ref().map(|_| INHERITED_FD);
+        prepared.clone().keep_fds(kept).confine(&mut cmd);
     }
     let out = cmd.output().expect("run the route driver");
     drop(inherited);
