@@ -15,7 +15,8 @@
 #             the run goes (the arrays below, which the run itself iterates:
 #             scenario NAME is the function scenario_NAME, - as _). Every
 #             tier takes the names from here (tests/suite/support.rs,
-#             nix/scenario-test.nix).
+#             nix/scenario-test.nix); tests/suite/support.rs pins them
+#             (SCENARIOS), so a scenario removed here fails the suite.
 #
 # Environment:
 #   SANDBOX               the strument-sandbox binary (default: on PATH)
