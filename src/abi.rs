@@ -8,6 +8,8 @@ use std::fmt;
 
 use landlock::{AccessFs, BitFlags, Scope, make_bitflags};
 
+use crate::root::Rights;
+
 /// A Landlock feature that arrived with a given ABI version.
 ///
 /// The ABI a kernel reports is cumulative: ABI N has every feature of the
@@ -22,6 +24,8 @@ use landlock::{AccessFs, BitFlags, Scope, make_bitflags};
 /// assert_eq!(Feature::Refer.since_linux(), "5.19");
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
+#[cfg_attr(feature = "serde", serde(rename_all = "kebab-case"))]
 #[non_exhaustive]
 pub enum Feature {
     /// Filesystem write rights: write, remove, make every file type.
@@ -146,6 +150,15 @@ impl Abi {
         access
     }
 
+    /// What a directory root granted `rights` gets: [`Abi::write_access`],
+    /// less `MAKE_SYM` for [`Rights::NoSymlinks`].
+    pub(crate) fn directory_access(self, rights: Rights) -> BitFlags<AccessFs> {
+        match rights {
+            Rights::All => self.write_access(),
+            Rights::NoSymlinks => self.write_access() & !AccessFs::MakeSym,
+        }
+    }
+
     /// The subset of [`Abi::write_access`] that means something on a
     /// non-directory (a lock file, a device node).
     pub(crate) fn file_access(self) -> BitFlags<AccessFs> {
@@ -202,6 +215,8 @@ pub(crate) fn test_cap() -> Option<u32> {
 /// A restriction of the running kernel's Landlock that changes what a
 /// confined command can do, reported rather than hidden.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
+#[cfg_attr(feature = "serde", serde(rename_all = "kebab-case"))]
 #[non_exhaustive]
 pub enum Limitation {
     /// ABI 1 (Linux 5.13–5.18) has no `REFER` right: moving or hard-linking

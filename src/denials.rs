@@ -30,6 +30,7 @@ const NLMSG_HDRLEN: usize = 16;
 
 /// One access the kernel refused the command, as its audit record says.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
 #[non_exhaustive]
 pub struct Denial {
     /// What was missing, in the kernel's words: `fs.write_file`,
@@ -38,6 +39,10 @@ pub struct Denial {
     /// The object the right was checked on, when it is a file: the file
     /// itself for `fs.write_file` and `fs.truncate`, the directory for
     /// `fs.make_*` and `fs.remove_*`.
+    #[cfg_attr(
+        feature = "serde",
+        serde(serialize_with = "crate::serialize::path_opt")
+    )]
     pub path: Option<PathBuf>,
     /// The record's fields as the kernel wrote them.
     pub record: String,

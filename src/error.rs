@@ -239,6 +239,8 @@ impl SessionError {
 ///
 /// Each variant is a different fix, which [`ProbeError::hint`] names.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
+#[cfg_attr(feature = "serde", serde(tag = "reason", rename_all = "kebab-case"))]
 #[non_exhaustive]
 pub enum ProbeError {
     /// The kernel was built without `CONFIG_SECURITY_LANDLOCK` (or predates
@@ -248,6 +250,7 @@ pub enum ProbeError {
     /// Landlock is built in but was not enabled at boot: the syscall
     /// answered `EOPNOTSUPP`.
     #[error("Landlock is built into this kernel but disabled at boot (EOPNOTSUPP)")]
+    #[cfg_attr(feature = "serde", serde(rename = "disabled"))]
     DisabledAtBoot,
     /// Something between the process and the kernel refused the syscall,
     /// typically a seccomp filter of a container runtime.

@@ -46,10 +46,11 @@
 //! [`writable`] (the default roots and the caches they need) and
 //! [`session`].
 //!
-//! With the `serde` feature the report types implement `Serialize`, in the
+//! With the `serde` feature the report types derive `Serialize`, in the
 //! shape `strument-sandbox policy --json` (and `probe`, `explain`, `run`)
 //! prints: paths as strings, stable names (`"directory"`, `"widens"`) for
-//! enums, and the sentence a person reads as `detail`. An agent renders its
+//! enums, an enum with data as an object tagged with its variant (the
+//! shape is documented once, in `doc/json.md`). An agent renders its
 //! `/sandbox` view from them.
 //!
 //! Errors live in one place ([`PolicyError`], [`ApplyError`],
@@ -67,9 +68,11 @@
 #![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
 
 pub mod abi;
+pub(crate) mod beneath;
 pub mod denials;
 mod error;
 pub mod explain;
+mod fds;
 #[cfg(fuzzing)]
 #[doc(hidden)]
 pub mod fuzzing;
@@ -88,6 +91,7 @@ pub mod spawn;
 #[allow(unsafe_code)]
 mod sys;
 mod terminal;
+mod through;
 pub mod tripwire;
 mod wait;
 pub mod writable;
@@ -97,9 +101,9 @@ pub use policy::Policy;
 pub use prepared::Prepared;
 pub use probe::{Availability, probe};
 pub use report::{Granted, Report, Skipped, Warning};
-pub use root::{Origin, Root, SkipReason};
+pub use root::{Origin, Rights, Root, SkipReason};
 pub use session::{Finished, Session, SessionBuilder};
-pub use sockets::{Socket, default_sockets};
+pub use sockets::default_sockets;
 pub use writable::default_writable;
 
 // The README's examples are compiled (and type-checked) as doctests.

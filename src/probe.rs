@@ -20,10 +20,12 @@ use crate::sys;
 /// assert_eq!(availability.supported(), availability.error.is_none());
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
 pub struct Availability {
     /// The Landlock ABI version the kernel supports, or 0 for none.
     pub abi: u32,
     /// Why the probe found no Landlock, when it found none.
+    #[cfg_attr(feature = "serde", serde(flatten))]
     pub error: Option<ProbeError>,
 }
 

@@ -5,19 +5,20 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 
 use crate::abi;
-use crate::abi::Limitation;
 use crate::error::ExplainError;
 use crate::explain::{self, Explanation};
-use crate::root::{Origin, RootKind, SkipReason};
+use crate::probe::Availability;
+use crate::root::{Origin, Rights, RootKind, SkipReason};
 use crate::services::Service;
-use crate::sockets::{GrantedSocket, SkippedSocket};
 #[cfg(doc)]
 use crate::{Policy, Prepared};
 
 /// A root a rule was anchored to.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
 pub struct Granted {
     /// The root as given.
+    #[cfg_attr(feature = "serde", serde(serialize_with = "crate::serialize::path"))]
     pub path: PathBuf,
     /// Where it came from.
     pub origin: Origin,
@@ -26,11 +27,18 @@ pub struct Granted {
     /// caller, a variable, a `.git` pointer) and for any root a warning is
     /// about; a fixed name (`/tmp`, `/dev/null`, `~/.cache/go-build`)
     /// otherwise leaves it `None`, saving a syscall a root at start-up.
+    #[cfg_attr(
+        feature = "serde",
+        serde(serialize_with = "crate::serialize::path_opt")
+    )]
     pub resolved: Option<PathBuf>,
     /// What it resolved to.
     pub kind: RootKind,
+    /// The write rights it is granted, when it is a directory.
+    pub rights: Rights,
     /// Device and inode the rule is anchored to: the identity the kernel
     /// checks, whatever name the inode is later reached by.
+    #[cfg_attr(feature = "serde", serde(skip))]
     id: (u64, u64),
 }
 
@@ -49,6 +57,7 @@ impl Granted {
             origin: origin.clone(),
             resolved,
             kind,
+            rights: Rights::All,
             id,
         }
     }
@@ -61,12 +70,15 @@ impl Granted {
 
 /// A root that grants nothing, and why.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
 pub struct Skipped {
     /// The root as given.
+    #[cfg_attr(feature = "serde", serde(serialize_with = "crate::serialize::path"))]
     pub path: PathBuf,
     /// Where it came from.
     pub origin: Origin,
     /// Why no rule could be anchored to it.
+    #[cfg_attr(feature = "serde", serde(flatten))]
     pub reason: SkipReason,
 }
 
@@ -154,27 +166,31 @@ impl fmt::Display for Warning {
 /// directory created later is not writable, because there was nothing to
 /// anchor a rule to.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
 #[non_exhaustive]
 pub struct Report {
-    /// The kernel's Landlock ABI (0 if none; only [`Policy::check`] can
-    /// return a report without one).
-    pub abi: u32,
+    /// What the probe of the kernel found, once for the whole report: its
+    /// Landlock ABI (0 if none; only [`Policy::check`] can return a report
+    /// without one), what that ABI cannot enforce
+    /// ([`Availability::limitations`]), and whether every thread of a
+    /// process is confined at once ([`Availability::all_threads`], TSYNC;
+    /// otherwise [`Policy::apply`] ran in a process of one thread).
+    pub landlock: Availability,
     /// Roots a rule is anchored to, in policy order.
     pub granted: Vec<Granted>,
     /// Roots that grant nothing, with the reason.
     pub skipped: Vec<Skipped>,
     /// Things worth saying loudly.
+    #[cfg_attr(
+        feature = "serde",
+        serde(serialize_with = "crate::serialize::sentences")
+    )]
     pub warnings: Vec<Warning>,
-    /// What this kernel's Landlock cannot enforce or allow.
-    pub limitations: Vec<Limitation>,
-    /// Whether every thread of the process is confined (TSYNC, ABI 8);
-    /// otherwise the process had exactly one thread.
-    pub all_threads: bool,
     /// Sockets a confined command may connect to, in policy order. Before
     /// ABI 9 every socket is reachable and these are listed for the record.
-    pub sockets: Vec<GrantedSocket>,
+    pub sockets: Vec<Granted>,
     /// Sockets that grant nothing, with the reason.
-    pub skipped_sockets: Vec<SkippedSocket>,
+    pub skipped_sockets: Vec<Skipped>,
     /// Before ABI 9 only: the local services this user (and so a confined
     /// command) can reach over unix sockets, each of which can write for
     /// it. Empty from ABI 9, where the kernel closes the route.

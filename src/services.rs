@@ -13,6 +13,8 @@ use crate::sys;
 
 /// A kind of local service that acts for whoever connects to it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
+#[cfg_attr(feature = "serde", serde(rename_all = "kebab-case"))]
 #[non_exhaustive]
 pub enum ServiceKind {
     /// A tmux server (`/tmp/tmux-$UID/`).
@@ -95,10 +97,12 @@ impl ServiceKind {
 /// }
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
 pub struct Service {
     /// What listens there.
     pub kind: ServiceKind,
     /// The socket.
+    #[cfg_attr(feature = "serde", serde(serialize_with = "crate::serialize::path"))]
     pub path: PathBuf,
 }
 

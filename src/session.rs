@@ -11,6 +11,7 @@
 //! The caller itself stays unconfined.
 
 use std::io;
+use std::os::fd::RawFd;
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitStatus};
 use std::sync::{Mutex, PoisonError};
@@ -20,8 +21,8 @@ use crate::error::{DenialLogError, SessionError};
 use crate::policy::Policy;
 use crate::prepared::Prepared;
 use crate::report::Report;
-use crate::root::Root;
-use crate::sockets::{Socket, SocketReason, default_sockets};
+use crate::root::{Origin, Root};
+use crate::sockets::default_sockets;
 use crate::spawn::Spawn;
 use crate::tripwire::{Change, Snapshot};
 use crate::writable::{create_missing_caches, default_writable};
@@ -75,6 +76,7 @@ pub struct SessionBuilder {
     extra: Vec<PathBuf>,
     sockets: Vec<PathBuf>,
     create_caches: bool,
+    keep_fds: Vec<RawFd>,
 }
 
 /// How a command run by [`Session::run`] ended, and what it changed.
@@ -334,6 +336,7 @@ impl SessionBuilder {
             extra: Vec::new(),
             sockets: Vec::new(),
             create_caches: true,
+            keep_fds: Vec::new(),
         }
     }
 
@@ -401,6 +404,20 @@ impl SessionBuilder {
         self
     }
 
+    /// Descriptors above 2 the confined commands keep (see
+    /// [`Prepared::keep_fds`]); every other one is closed at their `exec`.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// let session = strument_sandbox::Session::builder("/home/me/project").keep_fds([3]).open()?;
+    /// # Ok::<(), strument_sandbox::SessionError>(())
+    /// ```
+    pub fn keep_fds(mut self, fds: impl IntoIterator<Item = RawFd>) -> SessionBuilder {
+        self.keep_fds.extend(fds);
+        self
+    }
+
     /// The policy the session would apply, built now and touching nothing:
     /// no cache is created, the kernel is not asked. What `strument-sandbox
     /// policy` and `explain` check.
@@ -433,7 +450,7 @@ impl SessionBuilder {
         sockets.extend(
             self.sockets
                 .iter()
-                .map(|path| Socket::new(path.clone(), SocketReason::Caller)),
+                .map(|path| Root::new(path.clone(), Origin::Extra)),
         );
         Ok(Policy { writable, sockets })
     }
@@ -482,7 +499,10 @@ impl SessionBuilder {
         } else {
             Vec::new()
         };
-        let prepared = self.policy_for(&project)?.prepare()?;
+        let prepared = self
+            .policy_for(&project)?
+            .prepare()?
+            .keep_fds(self.keep_fds.iter().copied());
         let tripwire = Mutex::new(Snapshot::take(&prepared));
         Ok(Session {
             prepared,

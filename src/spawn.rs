@@ -9,8 +9,8 @@
 //! candidates, the ruleset descriptor and the terminal filter) and starts
 //! the child with `clone(CLONE_VM | CLONE_VFORK)`, as `posix_spawn` does:
 //! the child restricts itself and execs without copying anything. Standard
-//! input, output and error are inherited; so is every descriptor not
-//! marked close-on-exec, as with `Command`.
+//! input, output and error are inherited, and only the descriptors above 2
+//! the prepared policy keeps (see [`Prepared::keep_fds`](crate::Prepared::keep_fds)).
 //!
 //! ```no_run
 //! use strument_sandbox::{Policy, spawn::Spawn};
@@ -23,11 +23,13 @@
 
 use std::ffi::{CString, OsStr, OsString, c_char};
 use std::io;
+use std::os::fd::RawFd;
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::process::ExitStatusExt;
 use std::path::PathBuf;
 use std::process::ExitStatus;
 
+use crate::fds;
 use crate::prepared::Prepared;
 use crate::sys;
 
@@ -155,20 +157,21 @@ impl Spawn {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn spawn(&self, prepared: &Prepared) -> io::Result<Spawned> {
-        let (ruleset, filter) = prepared.child_parts();
-        self.start(Some((ruleset, filter)))
+        let (ruleset, filter, keep) = prepared.child_parts();
+        self.start(Some((ruleset, filter)), Some(keep))
     }
 
     /// Starts the command unconfined, by the same path: what confining adds
     /// is measured against this.
     #[doc(hidden)]
     pub fn spawn_unconfined(&self) -> io::Result<Spawned> {
-        self.start(None)
+        self.start(None, None)
     }
 
     fn start(
         &self,
-        confine: Option<(std::os::fd::RawFd, &[crate::terminal::SockFilter])>,
+        confine: Option<(RawFd, &[crate::terminal::SockFilter])>,
+        keep: Option<&[RawFd]>,
     ) -> io::Result<Spawned> {
         let env: Vec<CString> = match &self.env {
             Some(vars) => vars
@@ -184,6 +187,15 @@ impl Spawn {
             .find_map(|e| e.to_bytes().strip_prefix(b"PATH="))
             .unwrap_or(b"/bin:/usr/bin");
         let candidates = candidates(self.program.as_bytes(), path)?;
+        // Every descriptor above 2 but these is closed at `exec` (see
+        // `Prepared::keep_fds`); the jobserver is the one `MAKEFLAGS` names
+        // in the child's own environment.
+        let keep = keep.map(|keep| {
+            let makeflags = env
+                .iter()
+                .find_map(|e| e.to_bytes().strip_prefix(b"MAKEFLAGS="));
+            fds::kept(keep, makeflags.map(OsStr::from_bytes))
+        });
         let argv0 = c_string(self.program.as_bytes())?;
         let args = self
             .args
@@ -207,6 +219,7 @@ impl Spawn {
             shell_argv: &mut shell_argv,
             cwd: cwd.as_deref(),
             confine,
+            keep_fds: keep.as_deref(),
             hook: None,
         };
         let pid = sys::spawn(&mut plan)?;

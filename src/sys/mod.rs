@@ -5,6 +5,8 @@
 
 mod audit;
 mod confine;
+mod fds;
+mod fs;
 mod landlock;
 mod process;
 mod seccomp;
@@ -12,6 +14,8 @@ mod spawn;
 
 pub(crate) use audit::*;
 pub(crate) use confine::*;
+pub(crate) use fds::*;
+pub(crate) use fs::*;
 pub(crate) use landlock::*;
 pub(crate) use process::*;
 pub(crate) use spawn::{Plan, SHELL, spawn, wait_pid};

@@ -18,6 +18,7 @@ use std::os::fd::RawFd;
 use std::sync::atomic::{AtomicI32, Ordering};
 
 use super::confine::restrict_self_raw;
+use super::fds::cloexec_all_but;
 use crate::terminal::SockFilter;
 
 /// The child's stack: it runs a few frames of this module and `execve`.
@@ -44,6 +45,10 @@ pub(crate) struct Plan<'a> {
     /// The Landlock ruleset to enforce, and the terminal filter installed
     /// with it (`None`: the child is not confined).
     pub(crate) confine: Option<(RawFd, &'a [SockFilter])>,
+    /// The descriptors above 2 that stay open across `execve`, sorted
+    /// ascending; every other one is marked close-on-exec (`None`: all
+    /// stay as they are).
+    pub(crate) keep_fds: Option<&'a [RawFd]>,
     /// One more step after confining: must be async-signal-safe and must
     /// not allocate; returns 0 or an errno.
     pub(crate) hook: Option<&'a (dyn Fn() -> c_int + Sync)>,
@@ -216,6 +221,11 @@ fn prepare_and_exec(plan: &mut Plan<'_>) -> c_int {
     if let Some((ruleset, filter)) = plan.confine {
         if let Err(step) = restrict_self_raw(ruleset, 0, filter) {
             return step.errno();
+        }
+    }
+    if let Some(keep) = plan.keep_fds {
+        if let Err(e) = cloexec_all_but(keep) {
+            return e.raw_os_error().unwrap_or(libc::EIO);
         }
     }
     if let Some(hook) = plan.hook {

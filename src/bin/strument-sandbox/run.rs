@@ -22,6 +22,8 @@ pub(crate) struct RunOptions {
     pub(crate) create_caches: bool,
     pub(crate) explain_denials: bool,
     pub(crate) json: bool,
+    /// Descriptors above 2 the command keeps (`--keep-fd`).
+    pub(crate) keep_fds: Vec<i32>,
 }
 
 pub(crate) fn cmd_run(
@@ -34,6 +36,7 @@ pub(crate) fn cmd_run(
         .ok_or_else(|| Failure::new(2, "run: no command given after `--`"))?;
     let session = session_builder(roots)?
         .create_caches(options.create_caches)
+        .keep_fds(options.keep_fds.iter().copied())
         .open()
         .map_err(refused)?;
     if options.verbose {
@@ -106,6 +109,15 @@ fn refused(e: SessionError) -> Failure {
 /// `run --json`: how the command ended and what it changed that runs later.
 fn run_json(code: u8, status: ExitStatus, changes: &[Change]) -> Value {
     use std::os::unix::process::ExitStatusExt;
+    // Each change with the line a person reads, as the tripwire prints it.
+    let changes: Vec<Value> = changes
+        .iter()
+        .map(|c| {
+            let mut v = json!(c);
+            v["line"] = json!(c.to_string());
+            v
+        })
+        .collect();
     json!({
         "exit": code,
         "signal": status.signal(),
