@@ -3,7 +3,7 @@
 use std::collections::HashSet;
 use std::fs::OpenOptions;
 use std::io;
-use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 use std::os::unix::fs::{FileTypeExt, MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -598,16 +598,11 @@ fn open_root(path: &Path, origin: &Origin, resolve: bool) -> Result<OpenRoot, Sk
         }
         _ => (open_path(path).map_err(cannot_open)?, !resolve),
     };
-    let meta = file.metadata().map_err(cannot_open)?;
-    let ft = meta.file_type();
-    let kind = if ft.is_dir() {
-        RootKind::Directory
-    } else if ft.is_file() {
-        RootKind::File
-    } else if ft.is_char_device() || ft.is_block_device() || ft.is_fifo() || ft.is_socket() {
-        RootKind::Special
-    } else {
-        RootKind::File
+    let (mode, dev, ino) = sys::fstat_id(file.as_fd()).map_err(cannot_open)?;
+    let kind = match mode & libc::S_IFMT {
+        libc::S_IFDIR => RootKind::Directory,
+        libc::S_IFCHR | libc::S_IFBLK | libc::S_IFIFO | libc::S_IFSOCK => RootKind::Special,
+        _ => RootKind::File,
     };
     let fd = OwnedFd::from(file);
     let resolved = if resolved_is_path {
@@ -616,7 +611,7 @@ fn open_root(path: &Path, origin: &Origin, resolve: bool) -> Result<OpenRoot, Sk
         read_resolved(&fd, path)
     };
     Ok(OpenRoot {
-        granted: Granted::new(path, origin, resolved, kind, (meta.dev(), meta.ino())),
+        granted: Granted::new(path, origin, resolved, kind, (dev, ino)),
         fd,
     })
 }
@@ -632,8 +627,18 @@ fn open_path(path: &Path) -> io::Result<std::fs::File> {
 
 /// [`open_path`], through no symlink (see [`sys::open_path_without_symlinks`]).
 fn open_without_symlinks(path: &Path) -> io::Result<OwnedFd> {
-    let c = std::ffi::CString::new(path.as_os_str().as_encoded_bytes())
-        .map_err(|_| io::Error::from_raw_os_error(libc::EINVAL))?;
+    let bytes = path.as_os_str().as_encoded_bytes();
+    // On the stack when it fits, as std does for its own path calls: one
+    // allocation less a root.
+    let mut buf = [0u8; 512];
+    if let Some(with_nul) = buf.get_mut(..=bytes.len()) {
+        with_nul[..bytes.len()].copy_from_slice(bytes);
+        let c = std::ffi::CStr::from_bytes_with_nul(with_nul)
+            .map_err(|_| io::Error::from_raw_os_error(libc::EINVAL))?;
+        return sys::open_path_without_symlinks(c);
+    }
+    let c =
+        std::ffi::CString::new(bytes).map_err(|_| io::Error::from_raw_os_error(libc::EINVAL))?;
     sys::open_path_without_symlinks(&c)
 }
 

@@ -95,3 +95,17 @@ pub(crate) fn mkdirat(dir: BorrowedFd<'_>, name: &CStr, mode: libc::mode_t) -> i
         Err(io::Error::last_os_error())
     }
 }
+
+/// What `fstat` says of an open descriptor: its mode, device and inode.
+/// `fstat` rather than std's `statx` with an empty path, which the kernel
+/// must first copy in and look up: a root costs one cheaper call.
+pub(crate) fn fstat_id(fd: BorrowedFd<'_>) -> io::Result<(libc::mode_t, u64, u64)> {
+    // SAFETY: stat is plain data, valid when zeroed.
+    let mut st: libc::stat = unsafe { std::mem::zeroed() };
+    // SAFETY: `fd` is a live descriptor borrowed for the call; `st` is a
+    // valid stat the kernel writes into.
+    if unsafe { libc::fstat(fd.as_raw_fd(), &raw mut st) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok((st.st_mode, st.st_dev, st.st_ino))
+}
