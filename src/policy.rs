@@ -79,7 +79,8 @@ struct OpenRoot {
 
 /// Everything a policy names, opened.
 struct OpenPolicy {
-    roots: Vec<OpenRoot>,
+    /// One descriptor for each root of the report's `granted`, in its order.
+    roots: Vec<OwnedFd>,
     sockets: Vec<OpenRoot>,
 }
 
@@ -215,23 +216,23 @@ impl Policy {
         // The rules go in directly rather than through the landlock crate's
         // add_rule, which stats every descriptor again to tell files from
         // directories: open_roots already knows (a fifth of apply's syscalls).
-        let root_rules = open.roots.iter().map(|root| {
-            let access = match root.granted.kind {
-                RootKind::Directory => abi.directory_access(root.granted.rights),
+        let root_rules = report.granted.iter().zip(&open.roots).map(|(granted, fd)| {
+            let access = match granted.kind {
+                RootKind::Directory => abi.directory_access(granted.rights),
                 RootKind::File | RootKind::Special => abi.file_access(),
             };
-            (root, access)
+            (granted, fd, access)
         });
         // Before ABI 9 there is no socket right: the sockets are reported only.
         let socket_rules = open
             .sockets
             .iter()
             .filter(|_| !abi.socket_access().is_empty())
-            .map(|socket| (socket, abi.socket_access()));
-        for (root, access) in root_rules.chain(socket_rules) {
-            sys::add_path_beneath_rule(&fd, &root.fd, access.bits()).map_err(|source| {
+            .map(|socket| (&socket.granted, &socket.fd, abi.socket_access()));
+        for (granted, root, access) in root_rules.chain(socket_rules) {
+            sys::add_path_beneath_rule(&fd, root, access.bits()).map_err(|source| {
                 ApplyError::AddRule {
-                    path: root.granted.path.clone(),
+                    path: granted.path.clone(),
                     source,
                 }
             })?;
@@ -268,10 +269,12 @@ impl Policy {
             .map(|r| r.path.as_path());
         let judge = Judge::new(dirs::home_dir().as_deref(), later_project);
         let mut project: Option<PathBuf> = None;
-        let mut roots: Vec<OpenRoot> = Vec::new();
+        let mut roots: Vec<OwnedFd> = Vec::with_capacity(self.writable.len());
+        report.granted.reserve(self.writable.len());
         // A set, not a scan of the earlier entries: the scan made 4096 roots
         // cost over half a second (`cargo bench --bench sandbox -- apply`).
-        let mut seen: HashSet<&Path> = HashSet::with_capacity(self.writable.len());
+        let mut seen: HashSet<&Path, PathHash> =
+            HashSet::with_capacity_and_hasher(self.writable.len(), PathHash::default());
         // Derived roots that met a symlink, by index in `roots`: judged once
         // every root is open, against the granted ones.
         let mut through: Vec<(usize, Walk, Option<PathBuf>)> = Vec::new();
@@ -382,8 +385,8 @@ impl Policy {
                     }
                 }
             }
-            report.granted.push(root.granted.clone());
-            roots.push(root);
+            report.granted.push(root.granted);
+            roots.push(root.fd);
         }
         skip_planted_on_the_way(&mut report, &mut roots, &through);
         let sockets = open_sockets(&self.sockets, &mut report)?;
@@ -391,6 +394,32 @@ impl Policy {
             report.reachable_services = reachable_services();
         }
         Ok((report, OpenPolicy { roots, sockets }))
+    }
+}
+
+/// FNV-1a for the set of paths seen: the caller's own list needs no
+/// defence against chosen collisions, and SipHash over every component of
+/// every path is a visible share of opening 256 roots.
+type PathHash = std::hash::BuildHasherDefault<Fnv>;
+
+/// The FNV-1a hasher (64 bits).
+struct Fnv(u64);
+
+impl Default for Fnv {
+    fn default() -> Fnv {
+        Fnv(0xcbf2_9ce4_8422_2325)
+    }
+}
+
+impl std::hash::Hasher for Fnv {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for b in bytes {
+            self.0 = (self.0 ^ u64::from(*b)).wrapping_mul(0x0100_0000_01b3);
+        }
     }
 }
 
@@ -432,7 +461,7 @@ fn judge_walk(
 /// place outside every granted directory.
 fn skip_planted_on_the_way(
     report: &mut Report,
-    roots: &mut Vec<OpenRoot>,
+    roots: &mut Vec<OwnedFd>,
     through: &[(usize, Walk, Option<PathBuf>)],
 ) {
     if through.is_empty() {
@@ -441,16 +470,17 @@ fn skip_planted_on_the_way(
     let pending: HashSet<usize> = through.iter().map(|(i, _, _)| *i).collect();
     // What each other granted directory resolves to: asked of the kernel
     // only now, when some root met a symlink.
-    let granted: Vec<PathBuf> = roots
+    let granted: Vec<PathBuf> = report
+        .granted
         .iter()
+        .zip(roots.iter())
         .enumerate()
-        .filter(|(i, r)| !pending.contains(i) && r.granted.kind == RootKind::Directory)
-        .map(|(_, r)| {
-            r.granted
-                .resolved
+        .filter(|(i, (g, _))| !pending.contains(i) && g.kind == RootKind::Directory)
+        .map(|(_, (g, fd))| {
+            g.resolved
                 .clone()
-                .or_else(|| read_resolved(&r.fd, &r.granted.path))
-                .unwrap_or_else(|| r.granted.path.clone())
+                .or_else(|| read_resolved(fd, &g.path))
+                .unwrap_or_else(|| g.path.clone())
         })
         .collect();
     let granted: Vec<&Path> = granted.iter().map(PathBuf::as_path).collect();
@@ -459,11 +489,11 @@ fn skip_planted_on_the_way(
         let Some(link) = through::planted_on_the_way(walk, &granted, trusted.as_deref()) else {
             continue;
         };
-        let root = roots.remove(*i);
-        report.granted.remove(*i);
+        roots.remove(*i);
+        let root = report.granted.remove(*i);
         let skipped = Skipped::new(
-            &root.granted.path,
-            &root.granted.origin,
+            &root.path,
+            &root.origin,
             SkipReason::ThroughWritable {
                 link: link.to_path_buf(),
                 resolved: walk.resolved.clone(),
