@@ -45,7 +45,10 @@ pub fn run(bench: &Bench, config: &Config) -> Section {
             "before",
             format!(
                 "`strument-sandbox run -- true`, before (`{}`)",
-                before.display()
+                before
+                    .file_name()
+                    .unwrap_or(before.as_os_str())
+                    .to_string_lossy()
             ),
             move || {
                 let mut cmd = Command::new(before);
