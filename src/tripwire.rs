@@ -13,7 +13,7 @@
 //! and never reads a file's contents. [`Snapshot::changes`] compares it with
 //! the files as they are now.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, HashSet};
 use std::fmt;
 use std::fs;
 use std::os::unix::fs::MetadataExt;
@@ -190,6 +190,41 @@ struct Entry {
     identity: Option<Identity>,
 }
 
+/// A watched path, ordered as `Path` orders it (component by component)
+/// but compared as bytes with `/` below every other byte, which is the same
+/// order for the clean, absolute paths watched here: `Path`'s own
+/// comparison walks components and was most of a snapshot's time.
+#[derive(Debug, Clone)]
+struct WatchedPath(PathBuf);
+
+impl PartialEq for WatchedPath {
+    fn eq(&self, other: &WatchedPath) -> bool {
+        self.0.as_os_str() == other.0.as_os_str()
+    }
+}
+
+impl Eq for WatchedPath {}
+
+impl Ord for WatchedPath {
+    fn cmp(&self, other: &WatchedPath) -> std::cmp::Ordering {
+        let rank = |b: u8| if b == b'/' { 0 } else { u16::from(b) + 1 };
+        let (a, b) = (
+            self.0.as_os_str().as_encoded_bytes(),
+            other.0.as_os_str().as_encoded_bytes(),
+        );
+        match a.iter().zip(b).find(|(x, y)| x != y) {
+            Some((x, y)) => rank(*x).cmp(&rank(*y)),
+            None => a.len().cmp(&b.len()),
+        }
+    }
+}
+
+impl PartialOrd for WatchedPath {
+    fn partial_cmp(&self, other: &WatchedPath) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
 /// How a watched file changed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize))]
@@ -338,7 +373,7 @@ pub struct Snapshot {
     project: PathBuf,
     /// `.git` in the project, then the git directories it leads to.
     git_dirs: Vec<PathBuf>,
-    entries: BTreeMap<PathBuf, Entry>,
+    entries: BTreeMap<WatchedPath, Entry>,
 }
 
 impl Snapshot {
@@ -445,7 +480,7 @@ impl Snapshot {
     /// # Ok::<(), std::io::Error>(())
     /// ```
     pub fn watched(&self) -> impl Iterator<Item = &Path> {
-        self.entries.keys().map(PathBuf::as_path)
+        self.entries.keys().map(|k| k.0.as_path())
     }
 
     /// A new snapshot of the same files as they are now: the same git
@@ -489,11 +524,42 @@ impl Snapshot {
     /// ```
     #[must_use]
     pub fn compare(&self, later: &Snapshot) -> Vec<Change> {
-        let paths: BTreeSet<&PathBuf> = self.entries.keys().chain(later.entries.keys()).collect();
+        // Both maps are in the same order: one walk over the two, no lookups.
+        let mut earlier = self.entries.iter().peekable();
+        let mut current = later.entries.iter().peekable();
         let mut changes = Vec::new();
-        for path in paths {
-            let before = self.entries.get(path);
-            let after = later.entries.get(path);
+        loop {
+            let (path, before, after) = match (earlier.peek(), current.peek()) {
+                (None, None) => break,
+                (Some((k, b)), None) => {
+                    let item = (&k.0, Some(*b), None);
+                    earlier.next();
+                    item
+                }
+                (None, Some((k, a))) => {
+                    let item = (&k.0, None, Some(*a));
+                    current.next();
+                    item
+                }
+                (Some((kb, b)), Some((ka, a))) => match kb.cmp(ka) {
+                    std::cmp::Ordering::Less => {
+                        let item = (&kb.0, Some(*b), None);
+                        earlier.next();
+                        item
+                    }
+                    std::cmp::Ordering::Greater => {
+                        let item = (&ka.0, None, Some(*a));
+                        current.next();
+                        item
+                    }
+                    std::cmp::Ordering::Equal => {
+                        let item = (&kb.0, Some(*b), Some(*a));
+                        earlier.next();
+                        current.next();
+                        item
+                    }
+                },
+            };
             let Some(runs) = after.or(before).map(|e| e.runs) else {
                 continue;
             };
@@ -564,30 +630,49 @@ fn change_kind(before: Option<&Identity>, after: Option<&Identity>) -> Option<Ch
 }
 
 /// The identity of every watched path, now.
-fn watch(project: &Path, git_dirs: &[PathBuf]) -> BTreeMap<PathBuf, Entry> {
+fn watch(project: &Path, git_dirs: &[PathBuf]) -> BTreeMap<WatchedPath, Entry> {
     let mut entries = BTreeMap::new();
     if project.as_os_str().is_empty() {
         return entries;
     }
-    let mut add = |path: PathBuf, runs: Runs| {
-        let identity = Identity::of(&path);
-        entries.insert(path, Entry { runs, identity });
+    // The project's own names, read once: most of the thirty-odd files
+    // watched in it are absent, and a name not listed needs no `lstat`
+    // (one listing instead of a failed call each, at every snapshot).
+    let top: Option<HashSet<std::ffi::OsString>> = fs::read_dir(project).ok().map(|entries| {
+        entries
+            .filter_map(|e| e.ok().map(|e| e.file_name()))
+            .collect()
+    });
+    let listed = |rel: &str| {
+        let first = rel.split('/').next().unwrap_or(rel);
+        top.as_ref()
+            .is_none_or(|top| top.contains(std::ffi::OsStr::new(first)))
     };
-    add(project.join(".git"), Runs::DotGit);
+    let mut add_maybe = |path: PathBuf, runs: Runs, maybe: bool| {
+        let identity = if maybe { Identity::of(&path) } else { None };
+        entries.insert(WatchedPath(path), Entry { runs, identity });
+    };
+    add_maybe(project.join(".git"), Runs::DotGit, listed(".git"));
     for (rel, runs) in PROJECT_FILES {
-        add(project.join(rel), *runs);
+        add_maybe(project.join(rel), *runs, listed(rel));
     }
     for name in LEFTHOOK_NAMES {
         for format in LEFTHOOK_FORMATS {
-            add(project.join(format!("{name}.{format}")), Runs::Lefthook);
-            add(project.join(format!(".{name}.{format}")), Runs::Lefthook);
-            add(
-                project.join(format!(".config/{name}.{format}")),
-                Runs::Lefthook,
-            );
+            for rel in [
+                format!("{name}.{format}"),
+                format!(".{name}.{format}"),
+                format!(".config/{name}.{format}"),
+            ] {
+                let maybe = listed(&rel);
+                add_maybe(project.join(rel), Runs::Lefthook, maybe);
+            }
         }
     }
+    let mut add = |path: PathBuf, runs: Runs| add_maybe(path, runs, true);
     for (rel, runs) in PROJECT_DIRS {
+        if !listed(rel) {
+            continue;
+        }
         let dir = project.join(rel);
         for name in list(&dir) {
             let entry = dir.join(&name);
@@ -763,6 +848,29 @@ mod tests {
             .iter()
             .map(|c| (c.name.to_string_lossy().into_owned(), c.kind.name()))
             .collect()
+    }
+
+    #[test]
+    fn watched_paths_sort_as_paths_do() {
+        let names = [
+            "/p/.lefthook/pre-commit/x.sh",
+            "/p/.lefthook-local.json",
+            "/p/.lefthook",
+            "/p/.git/hooks/pre-commit",
+            "/p/.git-blame-ignore",
+            "/p/.git",
+            "/p/a b",
+            "/p/a",
+            "/p/a/b",
+            "/p/a.b",
+            "/p/A",
+        ];
+        let mut by_path: Vec<PathBuf> = names.iter().map(PathBuf::from).collect();
+        by_path.sort();
+        let mut by_key: Vec<WatchedPath> = names.iter().map(|n| WatchedPath(n.into())).collect();
+        by_key.sort();
+        let by_key: Vec<PathBuf> = by_key.into_iter().map(|k| k.0).collect();
+        assert_eq!(by_key, by_path);
     }
 
     #[test]
