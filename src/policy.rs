@@ -397,13 +397,14 @@ impl Policy {
     }
 }
 
-/// FNV-1a for the set of paths seen: the caller's own list needs no
-/// defence against chosen collisions, and SipHash over every component of
-/// every path is a visible share of opening 256 roots.
-type PathHash = std::hash::BuildHasherDefault<Fnv>;
+/// FNV-1a for sets of paths built from the caller's own list and the
+/// environment: they need no defence against chosen collisions, and
+/// SipHash over every component of every path is a visible share of
+/// opening 256 roots (and of `default_writable`).
+pub(crate) type PathHash = std::hash::BuildHasherDefault<Fnv>;
 
 /// The FNV-1a hasher (64 bits).
-struct Fnv(u64);
+pub(crate) struct Fnv(u64);
 
 impl Default for Fnv {
     fn default() -> Fnv {

@@ -412,8 +412,8 @@ fn dedup(roots: Vec<Root>) -> Vec<Root> {
             2
         }
     };
-    let mut at: std::collections::HashMap<PathBuf, usize> =
-        std::collections::HashMap::with_capacity(roots.len());
+    let mut at: std::collections::HashMap<PathBuf, usize, crate::policy::PathHash> =
+        std::collections::HashMap::with_capacity_and_hasher(roots.len(), Default::default());
     let mut out: Vec<Root> = Vec::with_capacity(roots.len());
     for root in roots {
         match at.get(&root.path) {
