@@ -53,6 +53,7 @@
 
 mod abi;
 mod denials;
+pub mod environment;
 mod error;
 mod explain;
 #[cfg(fuzzing)]

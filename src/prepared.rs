@@ -7,6 +7,7 @@ use std::process::Command;
 use std::sync::Arc;
 
 use crate::denials::{self, Audited};
+use crate::environment::{self, Setting};
 use crate::error::{ApplyError, DenialLogError};
 use crate::probe::Availability;
 use crate::report::Report;
@@ -26,6 +27,8 @@ pub struct Prepared {
     /// The seccomp program against terminal injection, built here so that
     /// the child only installs it.
     filter: TerminalFilter,
+    /// The environment a confined command gets ([`crate::environment`]).
+    environment: Vec<Setting>,
 }
 
 impl Prepared {
@@ -36,12 +39,47 @@ impl Prepared {
         ruleset: Arc<OwnedFd>,
         filter: TerminalFilter,
     ) -> Prepared {
+        let environment = environment::settings(&report);
         Prepared {
             report,
             availability,
             ruleset,
             filter,
+            environment,
         }
+    }
+
+    /// The variables [`Prepared::confine`] and
+    /// [`Prepared::status_with_denials`] set on a command, where neither
+    /// this process's environment nor the command itself sets them:
+    /// daemon identities of the session's own (tmux, Gradle, sccache) and
+    /// installs by copy (uv, pnpm). See [`crate::environment`].
+    /// [`Prepared::restrict_self`] leaves the process's environment alone:
+    /// set them yourself before starting commands.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// let prepared = strument_sandbox::Policy { writable: vec!["/tmp".into()], ..Default::default() }.prepare()?;
+    /// for s in prepared.environment().iter().filter(|s| s.applied()) {
+    ///     println!("{}={:?}  ({})", s.variable, s.value, s.why);
+    /// }
+    /// # Ok::<(), strument_sandbox::ApplyError>(())
+    /// ```
+    #[must_use]
+    pub fn environment(&self) -> &[Setting] {
+        &self.environment
+    }
+
+    /// Sets [`Prepared::environment`] on `cmd`, making the session
+    /// directory it names; on failure those variables are left out and the
+    /// error returned.
+    ///
+    /// # Errors
+    ///
+    /// The OS error of making the session directory.
+    pub fn set_environment(&self, cmd: &mut Command) -> io::Result<()> {
+        environment::apply(&self.environment, cmd)
     }
 
     /// What enforcing this ruleset grants.
@@ -103,7 +141,8 @@ impl Prepared {
     /// with the terminal filter built here, and `landlock_restrict_self` on
     /// the descriptor opened here), so this is safe in a multi-threaded
     /// caller. If any fails the command does not run and spawning it
-    /// returns the error.
+    /// returns the error. The command also gets [`Prepared::environment`]
+    /// (see [`Prepared::set_environment`]).
     ///
     /// # Examples
     ///
@@ -117,6 +156,9 @@ impl Prepared {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn confine(&self, cmd: &mut Command) {
+        // Without the session directory the tools keep their defaults,
+        // which the rest of the sandbox still confines.
+        let _ = self.set_environment(cmd);
         sys::confine_before_exec(cmd, Arc::clone(&self.ruleset), self.filter.clone());
     }
 
@@ -155,6 +197,7 @@ impl Prepared {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn status_with_denials(&self, cmd: &mut Command) -> Result<Audited, DenialLogError> {
+        let _ = self.set_environment(cmd);
         denials::status_with_denials(&self.availability, &self.ruleset, &self.filter, cmd, None)
     }
 
@@ -184,6 +227,7 @@ impl Prepared {
         cmd: &mut Command,
         forwarder: &SignalForwarder,
     ) -> Result<Audited, DenialLogError> {
+        let _ = self.set_environment(cmd);
         denials::status_with_denials(
             &self.availability,
             &self.ruleset,

@@ -6,6 +6,8 @@
 //! `prctl`, `seccomp` and `landlock_restrict_self`, all async-signal-safe,
 //! and build their error from the raw errno without allocating.
 
+pub(crate) mod beneath;
+
 use std::io;
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::os::unix::process::CommandExt;

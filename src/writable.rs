@@ -153,7 +153,10 @@ pub fn create_missing_caches() -> Vec<PathBuf> {
 
 /// The cache directories toolchains make in the XDG cache home, each with
 /// the command whose presence on `PATH` says the toolchain is installed.
-pub(crate) const TOOLCHAIN_CACHES: [(&str, &str); 20] = [
+/// Where each writes was checked against the tool's own documentation or
+/// source; whether the cache holds symlinks says whether it could be
+/// granted without `MAKE_SYM`.
+pub(crate) const TOOLCHAIN_CACHES: [(&str, &str); 25] = [
     ("go", "go-build"),
     ("pip", "pip"),
     ("pip3", "pip"),
@@ -174,6 +177,28 @@ pub(crate) const TOOLCHAIN_CACHES: [(&str, &str); 20] = [
     ("tsc", "typescript"),
     ("playwright", "ms-playwright"),
     ("cypress", "Cypress"),
+    // corepack: the package managers it downloads, in
+    // `$XDG_CACHE_HOME/node/corepack` (`COREPACK_HOME`; corepack's README).
+    // Holds symlinks: none made by corepack itself, but the archives it
+    // unpacks may carry them (not checked for every package manager).
+    ("corepack", "node"),
+    // puppeteer (19 and later): browsers in `~/.cache/puppeteer`
+    // (`PUPPETEER_CACHE_DIR`; puppeteer's configuration guide). A library,
+    // not a command: made where node is. Browser archives hold symlinks.
+    ("node", "puppeteer"),
+    // pipx: `pipx run`'s cached environments in `~/.cache/pipx`
+    // (`PIPX_CACHE_DIR`, pipx 1.3+ docs; older releases keep it in
+    // PIPX_HOME). Holds symlinks: each is a venv (`bin/python`).
+    ("pipx", "pipx"),
+    // bazelisk: the Bazel releases it downloads, `~/.cache/bazelisk`
+    // (`BAZELISK_HOME`; bazelisk's README). No symlinks: plain binaries.
+    ("bazelisk", "bazelisk"),
+    // (bun's store is `~/.bun/install/cache`, granted in `caches`; deno's
+    // row above is `$DENO_DIR`'s default, deno docs "DENO_DIR": no
+    // symlinks in either.)
+    // black, the Python formatter: `~/.cache/black/<version>` (black's
+    // docs, "cache"). No symlinks: pickled file hashes.
+    ("black", "black"),
 ];
 
 /// A file directly in the cache home, so no confined command can touch it,
@@ -201,6 +226,12 @@ fn looked_up_since(
     let Ok(stamp) = std::fs::metadata(checked) else {
         return false;
     };
+    // The stamp holds the PATH it was made with: a toolchain found only
+    // through a PATH entry added since (a new shell, `nix develop`) needs
+    // its cache made, however old that entry's directory is.
+    if std::fs::read(checked).ok().as_deref() != Some(path_var.as_bytes()) {
+        return false;
+    }
     let stamped = (stamp.mtime(), stamp.mtime_nsec());
     if ctime(cache_home) > stamped {
         return false;
@@ -294,15 +325,43 @@ pub(crate) fn create_missing_caches_for(
             make(&npm);
         }
     }
+    // pnpm's store, where pnpm would make it: the confined command is
+    // told its path (crate::environment), so that pnpm does not look for
+    // one it can link into and fall back to the project's mount root.
+    // `corepack pnpm` runs a pnpm on no PATH: made where corepack is too.
+    // On a fresh home the levels above it (`~/.local/share/pnpm`) are made
+    // as well, the XDG directories pnpm itself would make.
+    if let (Some(store), Some(home)) = (
+        crate::environment::pnpm_store(env, home.as_deref()),
+        home.as_deref(),
+    ) {
+        if stamp.is_some()
+            && missing(&store)
+            && store.starts_with(home)
+            && (on_path("pnpm") || on_path("corepack"))
+        {
+            let mut levels: Vec<&Path> = store
+                .ancestors()
+                .take_while(|a| *a != home && missing(a))
+                .collect();
+            levels.reverse();
+            for level in levels {
+                make(level);
+            }
+        }
+    }
     if let Some(checked) = stamp {
         // After the directories are made, so the stamp is newer than the
         // cache home's change time.
         let _ = std::fs::OpenOptions::new()
             .create(true)
-            .truncate(false)
+            .truncate(true)
             .write(true)
             .open(&checked)
-            .and_then(|f| f.set_modified(std::time::SystemTime::now()));
+            .and_then(|mut f| {
+                std::io::Write::write_all(&mut f, path_var.as_bytes())?;
+                f.set_modified(std::time::SystemTime::now())
+            });
     }
     for root in caches(&var, home.as_deref(), &judge) {
         let parent = root.path.parent();
@@ -515,9 +574,13 @@ fn caches(
         Some(v) => Some(Root::new(v.value.clone(), cache(Some(v)))),
         None => or_home("BUN_INSTALL", ".bun").map(|(b, o)| Root::new(b.join("install/cache"), o)),
     });
-    out.extend(match var("npm_config_store_dir") {
-        Some(v) => Some(Root::new(v.value.clone(), cache(Some(v)))),
-        None => or_home("XDG_DATA_HOME", ".local/share")
+    // pnpm: `$PNPM_HOME/store` or the XDG data home's `pnpm/store`
+    // (environment::pnpm_store), never PNPM_HOME itself: `pnpm setup` puts
+    // it on PATH as the directory of global commands.
+    out.extend(match (var("npm_config_store_dir"), var("PNPM_HOME")) {
+        (Some(v), _) => Some(Root::new(v.value.clone(), cache(Some(v)))),
+        (None, Some(v)) => Some(Root::new(v.value.join("store"), cache(Some(v)))),
+        (None, None) => or_home("XDG_DATA_HOME", ".local/share")
             .map(|(d, o)| Root::new(d.join("pnpm/store"), o)),
     });
     out.extend(var("YARN_CACHE_FOLDER").map(|v| Root::new(v.value.clone(), cache(Some(v)))));
@@ -533,7 +596,22 @@ fn caches(
     }
 
     // Caches moved out of the XDG cache home by their own variables.
-    for name in ["PIP_CACHE_DIR", "UV_CACHE_DIR", "CCACHE_DIR", "SCCACHE_DIR"] {
+    // Each variable as its tool documents it (the TOOLCHAIN_CACHES notes).
+    for name in [
+        "PIP_CACHE_DIR",
+        "UV_CACHE_DIR",
+        "CCACHE_DIR",
+        "SCCACHE_DIR",
+        "DENO_DIR",
+        "COREPACK_HOME",
+        "PLAYWRIGHT_BROWSERS_PATH",
+        "PUPPETEER_CACHE_DIR",
+        "PIPX_CACHE_DIR",
+        "BAZELISK_HOME",
+        "ZIG_GLOBAL_CACHE_DIR",
+        "PRE_COMMIT_HOME",
+        "POETRY_CACHE_DIR",
+    ] {
         out.extend(var(name).map(|v| Root::new(v.value.clone(), cache(Some(v)))));
     }
     out

@@ -66,6 +66,25 @@ pub(crate) fn report_lines(report: &Report) -> Vec<String> {
         .collect()
 }
 
+/// The confined command's environment (`strument_sandbox::environment`),
+/// one variable a line: its value, or the caller's that stands instead.
+pub(crate) fn environment_lines(report: &Report) -> Vec<String> {
+    strument_sandbox::environment::settings(report)
+        .iter()
+        .map(|s| {
+            let value = match &s.caller {
+                None => format!("{}={}", s.variable, s.value.to_string_lossy()),
+                Some(caller) => format!(
+                    "{}={} (set by the caller; left alone)",
+                    s.variable,
+                    caller.to_string_lossy()
+                ),
+            };
+            format!("env      {:<9}  {value}  ({})", s.tool, s.why)
+        })
+        .collect()
+}
+
 /// One line of the report: what, the stable name, the path, and the rest.
 fn row(tag: &str, name: &str, path: &Path, rest: &str) -> String {
     format!("{tag:<7}  {name:<9}  {}{rest}", path.display())

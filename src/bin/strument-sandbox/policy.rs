@@ -3,7 +3,7 @@
 use serde_json::json;
 use strument_sandbox::probe;
 
-use crate::output::report_lines;
+use crate::output::{environment_lines, report_lines};
 use crate::{Failure, Roots, build_policy, status};
 
 pub(crate) fn cmd_policy(roots: &Roots, json: bool) -> Result<u8, Failure> {
@@ -15,13 +15,17 @@ pub(crate) fn cmd_policy(roots: &Roots, json: bool) -> Result<u8, Failure> {
     if json {
         let mut v = json!(report);
         v["landlock"] = json!(a);
+        v["environment"] = json!(strument_sandbox::environment::settings(&report));
         say!("{v}");
     } else {
         match &a.error {
             None => say!("landlock: ABI {}", a.abi),
             Some(why) => say!("landlock: unavailable ({why}): `run` would refuse"),
         }
-        for line in report_lines(&report) {
+        for line in report_lines(&report)
+            .into_iter()
+            .chain(environment_lines(&report))
+        {
             say!("{line}");
         }
     }

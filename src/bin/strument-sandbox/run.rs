@@ -12,7 +12,7 @@ use strument_sandbox::{
     create_missing_caches,
 };
 
-use crate::output::{report_lines, service_lines};
+use crate::output::{environment_lines, report_lines, service_lines};
 use crate::{Failure, Roots, build_policy, status};
 
 /// The flags of `run` beyond the roots and the command.
@@ -105,7 +105,10 @@ fn print_warnings(report: &Report) {
 }
 
 fn print_report(report: &Report) {
-    for line in report_lines(report) {
+    for line in report_lines(report)
+        .into_iter()
+        .chain(environment_lines(report))
+    {
         eprintln!("strument-sandbox: {line}");
     }
 }
