@@ -63,6 +63,7 @@ mod git;
 mod policy;
 mod prepared;
 mod probe;
+pub mod refusals;
 mod report;
 mod root;
 #[cfg(feature = "serde")]

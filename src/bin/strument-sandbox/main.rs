@@ -16,6 +16,7 @@ mod explain;
 mod policy;
 mod probe;
 mod run;
+mod tail;
 
 /// Exit statuses of the tool itself; `run` otherwise exits with the command's.
 pub(crate) mod status {

@@ -12,7 +12,10 @@ use strument_sandbox::{
     create_missing_caches,
 };
 
+use strument_sandbox::refusals::{self, Refusal};
+
 use crate::output::{environment_lines, report_lines, service_lines};
+use crate::tail::{self, Tail};
 use crate::{Failure, Roots, build_policy, status};
 
 /// The flags of `run` beyond the roots and the command.
@@ -61,38 +64,58 @@ pub(crate) fn cmd_run(
     // Blocked before the command starts, so no signal is lost in between.
     let forwarder = SignalForwarder::install()
         .map_err(|e| Failure::new(status::POLICY, format!("cannot block signals: {e}")))?;
+    let mut said = Vec::new();
     let status = if options.explain_denials {
         run_explaining_denials(&prepared, &forwarder, program, args)?
     } else {
         let mut cmd = Command::new(program);
         cmd.args(args);
         prepared.confine(&mut cmd);
-        let child = forwarder
+        let piped = tail::wanted();
+        if piped {
+            tail::pipe(&mut cmd);
+        }
+        let mut child = forwarder
             .spawn(&mut cmd)
             .map_err(|e| cannot_run(program, &e))?;
-        forwarder
+        let tail = piped.then(|| Tail::start(&mut child)).flatten();
+        let status = forwarder
             .wait(child)
-            .map_err(|e| Failure::new(status::POLICY, format!("waiting for the command: {e}")))?
+            .map_err(|e| Failure::new(status::POLICY, format!("waiting for the command: {e}")))?;
+        let said_last = tail.map(|t| t.finish(&forwarder)).unwrap_or_default();
+        if !status.success() {
+            said = refusals::on_purpose(prepared.report(), &said_last);
+        }
+        status
     };
     let changes = before.changes();
     let code = exit_code(status);
     if options.json {
-        eprintln!("{}", run_json(code, status, &changes));
+        eprintln!("{}", run_json(code, status, &changes, &said));
     } else {
         for change in &changes {
             eprintln!("strument-sandbox: {change}");
+        }
+        for refusal in &said {
+            eprintln!("strument-sandbox: {refusal}");
         }
     }
     Ok(code)
 }
 
 /// `run --json`: how the command ended and what it changed that runs later.
-fn run_json(code: u8, status: std::process::ExitStatus, changes: &[Change]) -> Value {
+fn run_json(
+    code: u8,
+    status: std::process::ExitStatus,
+    changes: &[Change],
+    refused: &[Refusal],
+) -> Value {
     use std::os::unix::process::ExitStatusExt;
     json!({
         "exit": code,
         "signal": status.signal(),
         "changes": changes,
+        "refused_on_purpose": refused,
     })
 }
 
