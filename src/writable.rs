@@ -6,7 +6,7 @@ use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
 use crate::error::PolicyError;
-use crate::git::git_dirs;
+use crate::git::{enclosing_git_dirs, git_dirs};
 use crate::policy::require_absolute;
 use crate::root::{Judge, Origin, Root, Variable};
 
@@ -44,6 +44,14 @@ const TEMP: &[&str] = &["/tmp", "/var/tmp", "/dev/shm"];
 ///   that does not name the project back (a worktree's `gitdir` file, a
 ///   submodule's `core.worktree`) is another working tree's: it is listed
 ///   for [`Policy`](crate::Policy) to skip, and its common directory is not;
+/// - **the enclosing repository's git directory**, for a project with no
+///   `.git` of its own inside another repository's working tree (a
+///   monorepo's package): the nearest `.git` above the project, below the
+///   home directory and on the same filesystem, with the same judgement as
+///   a `.git` pointer (granted whole when it is a git directory whose
+///   working tree holds the project, since `git commit` makes
+///   `index.lock` directly in it; the tripwire watches its hooks and
+///   config);
 /// - **temporary space**: `$TMPDIR`, `/tmp`, `/var/tmp`, `/dev/shm`;
 /// - **device files** programs write: `/dev/null`, `/dev/zero`,
 ///   `/dev/full`, `/dev/tty`, `/dev/ptmx`, `/dev/pts`;
@@ -396,6 +404,10 @@ pub(crate) fn writable_for(
         roots.push(Root::new(state, Origin::State));
     }
     roots.extend(git_dirs(project_root)?);
+    roots.extend(enclosing_git_dirs(
+        project_root,
+        home.as_deref().filter(|h| h.is_absolute()),
+    ));
 
     let var = |name: &'static str| {
         env(name)

@@ -4,7 +4,7 @@
 use std::io;
 use std::path::{Path, PathBuf};
 
-use strument_sandbox::{Availability, Feature, Report, Service, reachable_services};
+use strument_sandbox::{Availability, Feature, Origin, Report, Service, reachable_services};
 
 /// `println!` that ends the program quietly when standard output is closed
 /// (`strument-sandbox policy | head`), as a shell tool should, instead of
@@ -35,12 +35,37 @@ pub(crate) fn report_lines(report: &Report) -> Vec<String> {
             .map(|r| format!(" -> {}", r.display()))
             .unwrap_or_default()
     };
+    // A git directory of the repository the project sits inside (a
+    // monorepo's package) says so: its pointer is above the project.
+    let project = report
+        .granted
+        .iter()
+        .find(|g| g.origin == Origin::Project)
+        .map(|g| g.path.as_path());
+    let enclosing = |o: &Origin| match (o, project) {
+        (Origin::Git { pointer }, Some(project)) => pointer
+            .parent()
+            .is_some_and(|tree| project.starts_with(tree) && project != tree),
+        _ => false,
+    };
+    let note = |o: &Origin| {
+        if enclosing(o) {
+            "  (the enclosing repository's: the project is inside its working tree)"
+        } else {
+            ""
+        }
+    };
     let granted = report.granted.iter().map(|g| {
-        let rest = format!("{}  [{}]", resolved(&g.resolved), g.origin);
+        let rest = format!(
+            "{}  [{}]{}",
+            resolved(&g.resolved),
+            g.origin,
+            note(&g.origin)
+        );
         row("granted", g.kind.name(), &g.path, &rest)
     });
     let skipped = report.skipped.iter().map(|s| {
-        let rest = format!("  [{}]  ({})", s.origin, s.reason);
+        let rest = format!("  [{}]  ({}){}", s.origin, s.reason, note(&s.origin));
         row("skipped", s.reason.name(), &s.path, &rest)
     });
     let sockets = report.sockets.iter().map(|s| {
