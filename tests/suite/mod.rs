@@ -5,12 +5,13 @@
 //! tests/scenarios/scenarios.sh on this kernel (Landlock, go, crates.io);
 //! `tripwire` runs commands confined (Landlock); `vm` boots Debian's kernels
 //! of every Landlock generation under qemu; `simulated`, `cli` and `writable`
-//! run anywhere.
+//! run anywhere. `first_hour` needs Landlock and npm's and PyPI's registries.
 
 mod capped;
 mod cli;
 mod denials;
 mod deputies;
+mod first_hour;
 mod kernel;
 mod network;
 mod props;
