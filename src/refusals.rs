@@ -175,6 +175,12 @@ fn places(
         add(Some(prefix.join("bin")), &NPM_GLOBAL);
     }
     add(under_home(".local/bin"), &LOCAL_BIN);
+    // pipx's environments (PIPX_HOME; pipx's docs), whose commands it links
+    // into ~/.local/bin.
+    add(
+        absolute("PIPX_HOME").or_else(|| under_home(".local/share/pipx")),
+        &LOCAL_BIN,
+    );
     add(
         absolute("PYTHONUSERBASE")
             .or_else(|| under_home(".local"))

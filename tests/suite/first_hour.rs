@@ -409,13 +409,7 @@ fn cargo_install_is_refused_on_purpose_and_said_so() {
     let ok = h.run(
         &[],
         &[
-            "cargo",
-            "install",
-            "--locked",
-            "--root",
-            ".tools",
-            "--path",
-            ".",
+            "cargo", "install", "--locked", "--root", ".tools", "--path", ".",
         ],
     );
     assert_success(&ok);
