@@ -53,7 +53,7 @@ impl std::fmt::Display for Refusal {
             self.what
         )?;
         if self.path != self.place {
-            write!(f, " (the command wrote to {})", self.path.display())?;
+            write!(f, " (the command's error names {})", self.path.display())?;
         }
         write!(f, "; {}. {}", self.why, self.instead)
     }
@@ -271,8 +271,11 @@ pub(crate) fn on_purpose_for(
     env: &dyn Fn(&str) -> Option<OsString>,
     home: Option<&Path>,
 ) -> Vec<Refusal> {
-    let places = places(env, home);
     let mut out: Vec<Refusal> = Vec::new();
+    if !names_a_refusal(output) {
+        return out;
+    }
+    let places = places(env, home);
     for path in named_paths(output, home) {
         let Some((place, kind)) = places.iter().find(|(place, _)| path.starts_with(place)) else {
             continue;
@@ -297,11 +300,35 @@ pub(crate) fn on_purpose_for(
     out
 }
 
-/// The paths `output` names, in order: tokens that start with `/` or `~/`.
+/// How tools report a write the kernel refused (`EACCES`; `EXDEV` for a
+/// rename or link; `EPERM`, `EROFS` where a tool maps it so). Without one,
+/// the output's paths are not about a refused write.
+const REFUSAL_WORDS: [&[u8]; 7] = [
+    b"ermission denied",
+    b"EACCES",
+    b"EPERM",
+    b"EXDEV",
+    b"EROFS",
+    b"not permitted",
+    b"cross-device",
+];
+
+fn names_a_refusal(output: &[u8]) -> bool {
+    REFUSAL_WORDS
+        .iter()
+        .any(|word| output.windows(word.len()).any(|w| w == *word))
+}
+
+/// The paths `output` names, in order: tokens that start with `/` or `~/`,
+/// except a source location in a stack trace (`/usr/lib/x.js:12:5`), which
+/// names code that ran, not a file written.
 fn named_paths(output: &[u8], home: Option<&Path>) -> Vec<PathBuf> {
     let is_end = |b: &u8| b.is_ascii_whitespace() || matches!(b, b'\'' | b'"' | b'`' | b'(' | b')');
     let mut out = Vec::new();
     for token in output.split(is_end) {
+        if is_source_location(token) {
+            continue;
+        }
         let token = trim_end(token);
         let path = if token.starts_with(b"/") {
             PathBuf::from(std::ffi::OsStr::from_bytes(token))
@@ -317,6 +344,23 @@ fn named_paths(output: &[u8], home: Option<&Path>) -> Vec<PathBuf> {
         }
     }
     out
+}
+
+/// `path:LINE` or `path:LINE:COLUMN`.
+fn is_source_location(token: &[u8]) -> bool {
+    let mut rest = token;
+    for _ in 0..2 {
+        let Some(colon) = rest.iter().rposition(|b| *b == b':') else {
+            return false;
+        };
+        let tail = &rest[colon + 1..];
+        let tail = trim_end(tail);
+        if !tail.is_empty() && tail.iter().all(u8::is_ascii_digit) {
+            return true;
+        }
+        rest = &rest[..colon];
+    }
+    false
 }
 
 fn trim_end(mut token: &[u8]) -> &[u8] {
@@ -353,7 +397,7 @@ mod tests {
         let got = named_paths(
             b"error: failed to create `/home/u/.cargo/bin/x`: denied\n\
               open /home/u/go/bin/y: permission denied\n\
-              '/a b' ~/.local/bin/z, (/c).",
+              '/a b' ~/.local/bin/z, (/c). at f (/lib/x.cjs:2208:11) /lib/y.js:3",
             Some(home),
         );
         let want: Vec<PathBuf> = [

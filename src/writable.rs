@@ -336,26 +336,41 @@ pub(crate) fn create_missing_caches_for(
     // pnpm's store, where pnpm would make it: the confined command is
     // told its path (crate::environment), so that pnpm does not look for
     // one it can link into and fall back to the project's mount root.
-    // `corepack pnpm` runs a pnpm on no PATH: made where corepack is too.
-    // On a fresh home the levels above it (`~/.local/share/pnpm`) are made
-    // as well, the XDG directories pnpm itself would make.
-    if let (Some(store), Some(home)) = (
-        crate::environment::pnpm_store(env, home.as_deref()),
-        home.as_deref(),
-    ) {
-        if stamp.is_some()
-            && missing(&store)
-            && store.starts_with(home)
-            && (on_path("pnpm") || on_path("corepack"))
-        {
-            let mut levels: Vec<&Path> = store
-                .ancestors()
-                .take_while(|a| *a != home && missing(a))
-                .collect();
-            levels.reverse();
-            for level in levels {
-                make(level);
-            }
+    // Stores under the home directory whose parents a fresh home lacks:
+    // made with the levels above them (the directories the tool itself
+    // would make) when the tool is installed. pnpm's, whose path the
+    // confined command is told (crate::environment) so that pnpm does not
+    // fall back to a store in the project, also where corepack is, since
+    // `corepack pnpm` runs a pnpm on no PATH; bun's, which a bun installed
+    // by its script (`~/.bun/bin`) has not made yet.
+    let bun_cache = match var("BUN_INSTALL_CACHE_DIR") {
+        Some(v) => Some(v.value),
+        None => var("BUN_INSTALL")
+            .map(|v| v.value)
+            .or_else(|| home.as_ref().map(|h| h.join(".bun")))
+            .map(|b| b.join("install/cache")),
+    };
+    let stores: [(Option<PathBuf>, &[&str]); 2] = [
+        (
+            crate::environment::pnpm_store(env, home.as_deref()),
+            &["pnpm", "corepack"],
+        ),
+        (bun_cache, &["bun"]),
+    ];
+    for (store, tools) in stores {
+        let (Some(store), Some(home), true) = (store, home.as_deref(), stamp.is_some()) else {
+            continue;
+        };
+        if !missing(&store) || !store.starts_with(home) || !tools.iter().any(|t| on_path(t)) {
+            continue;
+        }
+        let mut levels: Vec<&Path> = store
+            .ancestors()
+            .take_while(|a| *a != home && missing(a))
+            .collect();
+        levels.reverse();
+        for level in levels {
+            make(level);
         }
     }
     if let Some(checked) = stamp {
@@ -723,6 +738,22 @@ mod tests {
         let mut dedup = roots.clone();
         dedup.dedup();
         assert_eq!(dedup.len(), roots.len());
+    }
+
+    #[test]
+    fn stores_are_made_with_their_parents_only_for_installed_tools() {
+        let home = tempfile::tempdir().expect("tempdir");
+        let bin = tempfile::tempdir().expect("tempdir");
+        std::fs::create_dir(home.path().join(".cache")).expect("mkdir");
+        std::fs::write(bin.path().join("bun"), "").expect("bun");
+        let path: OsString = bin.path().into();
+        let env = move |name: &str| (name == "PATH").then(|| path.clone());
+        let made = create_missing_caches_for(&env, Some(home.path().into()));
+        let bun = home.path().join(".bun/install/cache");
+        assert!(bun.is_dir(), "{made:?}");
+        assert!(made.contains(&bun));
+        // No pnpm and no corepack on PATH: no pnpm store.
+        assert!(!home.path().join(".local").exists(), "{made:?}");
     }
 
     #[test]
