@@ -671,3 +671,76 @@ fn a_toolchain_on_a_new_path_entry_gets_its_cache_made() {
     );
     h.assert_sentinels_intact();
 }
+
+/// `pip install --user` writes Python's user site-packages: refused and
+/// explained; the same install into a virtual environment in the project,
+/// as the report suggests, works.
+#[test]
+fn pip_install_user_is_refused_on_purpose_and_said_so() {
+    // Debian's, as suite::network uses: another python on PATH (pyenv)
+    // may lack what a build without isolation needs.
+    let python = Path::new("/usr/bin/python3");
+    assert!(
+        python.is_file(),
+        "/usr/bin/python3 is missing: install it (Debian: apt-get install python3-venv python3-pip)"
+    );
+    let h = FakeHome::new();
+    let pkg = h.project.join("pkg");
+    fs::create_dir_all(&pkg).expect("mkdir");
+    fs::write(
+        pkg.join("setup.py"),
+        "from setuptools import setup\nsetup(name=\"hello\", version=\"1.0\", py_modules=[\"hello\"])\n",
+    )
+    .expect("setup.py");
+    fs::write(pkg.join("hello.py"), "X = 1\n").expect("hello.py");
+    let flags = "--no-index --no-build-isolation --disable-pip-version-check -q";
+    let out = h.sh(&format!(
+        "/usr/bin/python3 -m pip install {flags} --user --break-system-packages ./pkg"
+    ));
+    assert!(!out.status.success(), "{}", show(&out));
+    assert!(
+        stderr(&out).contains(&format!(
+            "refused on purpose: {} is Python's user site-packages",
+            h.home.join(".local/lib").display()
+        )) && stderr(&out).contains("python3 -m venv .venv"),
+        "{}",
+        show(&out)
+    );
+    assert!(!h.home.join(".local/lib").exists());
+    let ok = h.sh(&format!(
+        "/usr/bin/python3 -m venv .venv && .venv/bin/pip install {flags} ./pkg && .venv/bin/python -c 'import hello'"
+    ));
+    assert_success(&ok);
+    h.assert_sentinels_intact();
+}
+
+/// Single-user Nix writes the store's database: refused and explained; a
+/// store of the project's own (`--store local?root=…`) works.
+#[test]
+fn single_user_nix_is_refused_on_purpose_and_said_so() {
+    require_tool("nix-store", "nix-bin");
+    let h = FakeHome::new();
+    fs::write(h.project.join("f"), "hi\n").expect("write");
+    let mut cmd = h.run_command(&h.project, &[], &["nix-store", "--add", "f"]);
+    cmd.env("NIX_REMOTE", "");
+    let out = output(&mut cmd);
+    assert!(!out.status.success(), "{}", show(&out));
+    assert!(
+        stderr(&out).contains("is the Nix store and its database")
+            && stderr(&out).contains("Run the nix command outside the sandbox"),
+        "{}",
+        show(&out)
+    );
+    let root = h.project.join("nixroot");
+    let store = format!("local?root={}", root.display());
+    let mut ok = h.run_command(
+        &h.project,
+        &[],
+        &["nix-store", "--store", &store, "--add", "f"],
+    );
+    ok.env("NIX_REMOTE", "");
+    let ok = output(&mut ok);
+    assert_success(&ok);
+    assert!(fs::read_dir(root.join("nix/store")).is_ok_and(|mut d| d.next().is_some()));
+    h.assert_sentinels_intact();
+}
