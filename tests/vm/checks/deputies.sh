@@ -144,8 +144,11 @@ else
 fi
 socket=${TMUX_TMPDIR:-/tmp}/tmux-$(id -u)/$tmux_name
 
-confined tmux -L "$tmux_name" run-shell "touch '$home/tmux-run-shell'" >/dev/null 2>&1
-confined tmux -L "$tmux_name" send-keys "touch '$home/tmux-send-keys'" Enter >/dev/null 2>&1
+# By the socket's path: `-L` alone looks in the TMUX_TMPDIR `run` gives the
+# command (a directory of the session's own), and finds no server there. A
+# command that names the user's socket is the route this checks.
+confined tmux -S "$socket" run-shell "touch '$home/tmux-run-shell'" >/dev/null 2>&1
+confined tmux -S "$socket" send-keys "touch '$home/tmux-send-keys'" Enter >/dev/null 2>&1
 sleep 1
 run_stderr=$(confined true 2>&1 >/dev/null)
 policy=$(env -i HOME="$home" PATH="$PATH" "$sandbox" policy --project "$project")
