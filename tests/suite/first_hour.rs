@@ -812,3 +812,54 @@ fn an_sccache_server_started_outside_runs_no_confined_compile() {
     assert!(h.project.join("y.o").is_file());
     h.assert_sentinels_intact();
 }
+
+/// `policy --json` lists the confined command's environment, each row
+/// applied or left to the caller's value; `run --json` carries the
+/// refusals on purpose of a failed command (none for one that succeeds).
+#[test]
+fn the_environment_and_the_refusals_are_in_the_json() {
+    require_tool("go", "golang-go");
+    let h = FakeHome::new();
+    let mut policy = h.policy_command(&["--json"]);
+    policy.env("UV_LINK_MODE", "hardlink");
+    let out = output(&mut policy);
+    assert_success(&out);
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    let rows = v["environment"].as_array().expect("environment");
+    let row = |name: &str| {
+        rows.iter()
+            .find(|r| r["variable"] == name)
+            .unwrap_or_else(|| panic!("no {name} in {rows:?}"))
+    };
+    assert_eq!(row("TMUX_TMPDIR")["applied"], true);
+    assert_eq!(row("TMUX_TMPDIR")["tool"], "tmux");
+    assert_eq!(row("UV_LINK_MODE")["applied"], false);
+    assert_eq!(row("UV_LINK_MODE")["caller"], "hardlink");
+
+    fs::write(
+        h.project.join("go.mod"),
+        "module example.com/hi\n\ngo 1.19\n",
+    )
+    .expect("go.mod");
+    fs::write(
+        h.project.join("main.go"),
+        "package main\n\nfunc main() {}\n",
+    )
+    .expect("main.go");
+    fs::create_dir_all(h.home.join("go/bin")).expect("mkdir");
+    let last = |out: &Output| -> serde_json::Value {
+        let err = stderr(out);
+        serde_json::from_str(err.lines().last().unwrap_or_default())
+            .unwrap_or_else(|e| panic!("{e}\n{}", show(out)))
+    };
+    let refused = h.run(&["--json".as_ref()], &["go", "install", "."]);
+    let v = last(&refused);
+    assert_eq!(
+        v["refused_on_purpose"][0]["place"],
+        h.home.join("go/bin").to_str().expect("UTF-8")
+    );
+    let fine = h.run(&["--json".as_ref()], &["go", "build", "-o", "hi", "."]);
+    assert_success(&fine);
+    assert_eq!(last(&fine)["refused_on_purpose"], serde_json::json!([]));
+    h.assert_sentinels_intact();
+}

@@ -152,7 +152,8 @@ enum Cmd {
         paths its error output names in places refused on purpose (rustup's home,\n\
         ~/.cargo/bin, ~/go/bin, npm's global prefix, ~/.local/bin, the Nix store,\n\
         ~/.gnupg) are explained: what the place is, why, and what to do instead\n\
-        (--json: \"refused_on_purpose\").\n\n\
+        (--json: \"refused_on_purpose\": [{\"path\", \"place\", \"what\", \"why\",\n\
+        \"instead\", \"detail\"}]).\n\n\
         --explain-denials also lists, once the command exits, each access the kernel\n\
         refused it with the root that would grant it.\n\
         It reads Landlock's audit records (ABI 7, Linux 6.15), which needs root\n\
