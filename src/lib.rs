@@ -32,6 +32,14 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 //!
+//! A command confined by [`Prepared::confine`] also gets a few environment
+//! variables where the caller has not set them ([`environment`]): daemons
+//! of the session's own (tmux, Gradle, sccache), so neither side of the
+//! sandbox runs in the other's, and installs by copy (uv, pnpm). When a
+//! command fails after writing into a place refused on purpose (rustup's
+//! home, `~/.cargo/bin`, the Nix store, …), [`refusals::on_purpose`] turns
+//! its error output into what the place is and what to do instead.
+//!
 //! With the `serde` feature the report types implement `Serialize`, in the
 //! shape `strument-sandbox policy --json` (and `probe`, `explain`, `run`)
 //! prints: paths as strings, stable names (`"directory"`, `"widens"`) for
