@@ -863,3 +863,56 @@ fn the_environment_and_the_refusals_are_in_the_json() {
     assert_eq!(last(&fine)["refused_on_purpose"], serde_json::json!([]));
     h.assert_sentinels_intact();
 }
+
+/// The project holds only what the package manager is meant to leave
+/// there.
+fn assert_project_holds_only(h: &FakeHome, expected: &[&str], out: &Output) {
+    let mut found: Vec<String> = fs::read_dir(&h.project)
+        .expect("ls")
+        .filter_map(Result::ok)
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    found.sort();
+    let mut expected: Vec<String> = expected.iter().map(|s| (*s).to_owned()).collect();
+    expected.sort();
+    assert_eq!(found, expected, "{}", show(out));
+}
+
+/// bun (from npm) under `run`: its global cache `~/.bun/install/cache`,
+/// made by `run` because bun is installed, is written; nothing but
+/// `node_modules` and the lock file lands in the project; the user's next
+/// unconfined `bun add` works.
+#[test]
+fn bun_under_run_uses_its_global_cache() {
+    let h = FakeHome::new();
+    let bin = npm_tools(&h, &["bun@1"]);
+    package_json(&h.project, "");
+    let out = run_in(&h, &h.project, &[&bin], &["bun", "add", "is-number@7.0.0"]);
+    assert_success(&out);
+    assert!(
+        fs::read_dir(h.home.join(".bun/install/cache")).is_ok_and(|mut d| d.next().is_some()),
+        "bun's cache was not written\n{}",
+        show(&out)
+    );
+    assert_project_holds_only(&h, &["bun.lock", "node_modules", "package.json"], &out);
+    let next = unconfined(&h, &h.project, &[&bin], &["bun", "add", "is-odd@3.0.1"]);
+    assert_success(&next);
+    assert!(h.project.join("node_modules/is-odd/package.json").is_file());
+    h.assert_sentinels_intact();
+}
+
+/// yarn 1 (from npm) under `run`: nothing but `node_modules` and the lock
+/// file in the project; the user's next unconfined `yarn add` works.
+#[test]
+fn yarn_under_run_leaves_nothing_in_the_project() {
+    let h = FakeHome::new();
+    let bin = npm_tools(&h, &["yarn@1"]);
+    package_json(&h.project, "");
+    let out = run_in(&h, &h.project, &[&bin], &["yarn", "add", "is-number@7.0.0"]);
+    assert_success(&out);
+    assert_project_holds_only(&h, &["node_modules", "package.json", "yarn.lock"], &out);
+    let next = unconfined(&h, &h.project, &[&bin], &["yarn", "add", "is-odd@3.0.1"]);
+    assert_success(&next);
+    assert!(h.project.join("node_modules/is-odd/package.json").is_file());
+    h.assert_sentinels_intact();
+}
