@@ -71,14 +71,13 @@ pub(crate) fn cmd_run(
         let mut cmd = Command::new(program);
         cmd.args(args);
         prepared.confine(&mut cmd);
-        let piped = tail::wanted();
-        if piped {
-            tail::pipe(&mut cmd);
-        }
+        let pending = tail::wanted().then(|| tail::pipe(&mut cmd, &forwarder));
         let mut child = forwarder
             .spawn(&mut cmd)
             .map_err(|e| cannot_run(program, &e))?;
-        let tail = piped.then(|| Tail::start(&mut child)).flatten();
+        // It holds the pipe's write end, which must close with the command.
+        drop(cmd);
+        let tail = pending.and_then(|p| Tail::start(p, &mut child));
         let status = forwarder
             .wait(child)
             .map_err(|e| Failure::new(status::POLICY, format!("waiting for the command: {e}")))?;

@@ -5,22 +5,26 @@
 //! Only when `run`'s own standard error is not a terminal (an agent, a
 //! script, a CI log): there a pipe in between changes nothing the command
 //! can see, while on a terminal it would turn off the colours and progress
-//! bars tools draw when they see one.
+//! bars tools draw when they see one. When standard output is the same file
+//! as standard error (`2>&1`), both go into one pipe, so that their lines
+//! keep their order.
 
+use std::fs::File;
 use std::io::{self, IsTerminal, Read, Write};
-use std::os::fd::AsFd;
-use std::process::{Child, ChildStderr, Command, Stdio};
+use std::os::fd::{AsFd, OwnedFd};
+use std::os::unix::fs::MetadataExt;
+use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::Duration;
 
 use strument_sandbox::SignalForwarder;
 
-/// How much of the end of the command's standard error is kept.
+/// How much of the end of the command's output is kept.
 const KEPT: usize = 64 * 1024;
 
-/// How long after the command ends its standard error may stay open (a
-/// process it left running holds it) before the rest is handed to `cat`.
+/// How long after the command ends the pipe may stay open (a process it
+/// left running holds it) before the rest is handed to `cat`.
 const LINGER: Duration = Duration::from_millis(200);
 
 /// Whether `run` passes the command's standard error through a pipe.
@@ -28,9 +32,50 @@ pub(crate) fn wanted() -> bool {
     !io::stderr().is_terminal()
 }
 
-/// Makes `cmd`'s standard error a pipe; [`Tail::start`] reads it.
-pub(crate) fn pipe(cmd: &mut Command) {
+/// Where the command's output will come from, set up before it is spawned.
+pub(crate) enum Pending {
+    /// Its own standard error, piped: read from the child.
+    Stderr,
+    /// Standard output and error into one pipe, whose other end a `cat` of
+    /// our own relays to us (std makes a pipe only for a child): its read end.
+    Shared { from: OwnedFd, relay: Child },
+}
+
+/// Makes `cmd`'s standard error a pipe, shared with its standard output when
+/// ours are the same file.
+pub(crate) fn pipe(cmd: &mut Command, forwarder: &SignalForwarder) -> Pending {
+    if same_file() {
+        let mut relay = Command::new("cat");
+        relay.stdin(Stdio::piped()).stdout(Stdio::piped());
+        if let Ok(mut relay) = forwarder.spawn(&mut relay) {
+            if let (Some(to), Some(from)) = (relay.stdin.take(), relay.stdout.take()) {
+                let to = OwnedFd::from(to);
+                if let Ok(copy) = to.try_clone() {
+                    cmd.stdout(Stdio::from(copy)).stderr(Stdio::from(to));
+                    return Pending::Shared {
+                        from: OwnedFd::from(from),
+                        relay,
+                    };
+                }
+            }
+            let _ = relay.kill();
+            let _ = relay.wait();
+        }
+    }
     cmd.stderr(Stdio::piped());
+    Pending::Stderr
+}
+
+/// Whether our standard output and error are one file (or one pipe).
+fn same_file() -> bool {
+    let id = |fd: std::os::fd::BorrowedFd<'_>| {
+        fd.try_clone_to_owned()
+            .and_then(|fd| File::from(fd).metadata())
+            .map(|m| (m.dev(), m.ino()))
+            .ok()
+    };
+    let out = id(io::stdout().as_fd());
+    out.is_some() && out == id(io::stderr().as_fd())
 }
 
 #[derive(Default)]
@@ -41,23 +86,31 @@ struct Shared {
     stop: AtomicBool,
 }
 
-/// The reader of a command's standard error.
+/// The reader of a command's output.
 pub(crate) struct Tail {
     shared: Arc<Shared>,
     /// A second descriptor of the pipe, for `cat` to go on with.
-    spare: Option<std::os::fd::OwnedFd>,
+    spare: Option<OwnedFd>,
+    relay: Option<Child>,
 }
 
 impl Tail {
-    /// Starts passing `child`'s piped standard error on to ours.
-    pub(crate) fn start(child: &mut Child) -> Option<Tail> {
-        let stderr: ChildStderr = child.stderr.take()?;
-        let fd = std::os::fd::OwnedFd::from(stderr);
+    /// Starts passing the command's piped output on to our standard error.
+    /// `cmd` must be dropped by now: it holds the pipe's write end.
+    pub(crate) fn start(pending: Pending, child: &mut Child) -> Option<Tail> {
+        let (fd, relay) = match pending {
+            Pending::Stderr => (OwnedFd::from(child.stderr.take()?), None),
+            Pending::Shared { from, relay } => (from, Some(relay)),
+        };
         let spare = fd.try_clone().ok();
         let shared = Arc::new(Shared::default());
         let reader = Arc::clone(&shared);
-        std::thread::spawn(move || pass_on(std::fs::File::from(fd), &reader));
-        Some(Tail { shared, spare })
+        std::thread::spawn(move || pass_on(File::from(fd), &reader));
+        Some(Tail {
+            shared,
+            spare,
+            relay,
+        })
     }
 
     /// After the command ended: what it wrote last. A pipe still open
@@ -77,16 +130,18 @@ impl Tail {
                     .unwrap_or(true)
             })
             .unwrap_or(true);
-        if !ended {
-            if let Some(spare) = self.spare.take() {
-                self.shared.stop.store(true, Ordering::SeqCst);
-                let mut cat = Command::new("cat");
-                cat.stdin(Stdio::from(spare));
-                if let Ok(err) = io::stderr().as_fd().try_clone_to_owned() {
-                    cat.stdout(Stdio::from(err));
-                }
-                let _ = forwarder.spawn(&mut cat);
+        if ended {
+            if let Some(mut relay) = self.relay.take() {
+                let _ = relay.wait();
             }
+        } else if let Some(spare) = self.spare.take() {
+            self.shared.stop.store(true, Ordering::SeqCst);
+            let mut cat = Command::new("cat");
+            cat.stdin(Stdio::from(spare));
+            if let Ok(err) = io::stderr().as_fd().try_clone_to_owned() {
+                cat.stdout(Stdio::from(err));
+            }
+            let _ = forwarder.spawn(&mut cat);
         }
         self.shared
             .kept
@@ -96,7 +151,7 @@ impl Tail {
     }
 }
 
-fn pass_on(mut from: std::fs::File, shared: &Shared) {
+fn pass_on(mut from: File, shared: &Shared) {
     let mut buf = [0u8; 8192];
     loop {
         let n = match from.read(&mut buf) {
