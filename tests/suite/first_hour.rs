@@ -916,3 +916,37 @@ fn yarn_under_run_leaves_nothing_in_the_project() {
     assert!(h.project.join("node_modules/is-odd/package.json").is_file());
     h.assert_sentinels_intact();
 }
+
+/// `run` reads the command's standard error to explain refusals: with
+/// standard output the same pipe (`2>&1`, as an agent captures), lines keep
+/// their order; what a process the command left running writes after `run`
+/// exits still arrives; `> /dev/stderr` still opens.
+#[test]
+fn run_passes_output_on_in_order_and_after_it_exits() {
+    let h = FakeHome::new();
+    let bin = super::support::BIN;
+    let script = format!(
+        "{bin} run --project . -- sh -c 'for i in 1 2 3 4 5 6; do echo o$i; echo e$i >&2; done; \
+         echo dev > /dev/stderr; (sleep 1; echo late >&2) &' 2>&1"
+    );
+    // `output` reads to the end of the pipe, which the `cat` run hands the
+    // rest to holds open until the background process is done: no sleep.
+    let mut cmd = Command::new("sh");
+    h.env(&mut cmd);
+    cmd.args(["-c", &script]);
+    let out = output(&mut cmd);
+    assert_success(&out);
+    let text = String::from_utf8_lossy(&out.stdout);
+    let lines: Vec<&str> = text
+        .lines()
+        .filter(|l| !l.starts_with("strument-sandbox:"))
+        .collect();
+    assert_eq!(
+        lines,
+        [
+            "o1", "e1", "o2", "e2", "o3", "e3", "o4", "e4", "o5", "e5", "o6", "e6", "dev", "late"
+        ],
+        "{}",
+        show(&out)
+    );
+}
