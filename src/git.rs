@@ -121,6 +121,53 @@ pub(crate) fn git_dirs(project_root: &Path) -> Result<Vec<Root>, PolicyError> {
     Ok(out)
 }
 
+/// The working tree a project without a `.git` of its own sits in (a
+/// package of a monorepo): the nearest directory above the project holding
+/// a `.git`, as git's own discovery finds it, on the project's filesystem
+/// (git stops at a mount point too) and below the home directory (a
+/// repository of the whole home, dotfiles, is not a project's).
+pub(crate) fn enclosing_work_tree(project: &Path, home: Option<&Path>) -> Option<PathBuf> {
+    if fs::symlink_metadata(project.join(".git")).is_ok() {
+        return None;
+    }
+    let dev = fs::metadata(project).ok()?.dev();
+    for dir in project.ancestors().skip(1) {
+        if home.is_some_and(|h| h.starts_with(dir)) {
+            return None;
+        }
+        if fs::metadata(dir).map_or(true, |m| m.dev() != dev) {
+            return None;
+        }
+        if fs::symlink_metadata(dir.join(".git")).is_ok() {
+            return Some(dir.to_path_buf());
+        }
+    }
+    None
+}
+
+/// The git directories of the repository whose working tree holds the
+/// project, when the project has no `.git` of its own: a `git commit` in a
+/// monorepo's package writes the enclosing `.git` (`index.lock` directly in
+/// it, so it is granted whole, and the tripwire watches its hooks and
+/// config as it does a project's own). Listed with the same judgement as a
+/// project's `.git` pointer ([`Origin::Git`], the enclosing `.git` as the
+/// pointer): [`Policy`](crate::Policy) grants it only if it is a git
+/// directory whose working tree is the directory holding it (no
+/// `core.worktree` elsewhere), and skips it, saying why, otherwise. An
+/// enclosing `.git` file (the monorepo is itself a linked worktree) is
+/// followed as the project's own would be. One that cannot be read grants
+/// nothing.
+pub(crate) fn enclosing_git_dirs(project: &Path, home: Option<&Path>) -> Vec<Root> {
+    let Some(tree) = enclosing_work_tree(project, home) else {
+        return Vec::new();
+    };
+    let dotgit = tree.join(".git");
+    if fs::symlink_metadata(&dotgit).is_ok_and(|m| m.is_dir()) {
+        return vec![Root::new(dotgit.clone(), Origin::Git { pointer: dotgit })];
+    }
+    git_dirs(&tree).unwrap_or_default()
+}
+
 /// Whether `dir` has the layout of a git directory: `HEAD` and either
 /// `objects/` (a repository) or `commondir` (a linked worktree's gitdir).
 /// A pointer the project holds is followed only to one of these.
@@ -155,6 +202,14 @@ pub(crate) fn points_back(dir: &Path, dotgit: &Path) -> bool {
         };
         match core_worktree(&bytes) {
             Some(named) if !named.as_os_str().is_empty() => (named, project),
+            // A `.git` directory with no core.worktree: its working tree is
+            // the directory holding it (an enclosing repository's, found
+            // by enclosing_git_dirs; a project's own is inside it).
+            None => {
+                let id = |m: fs::Metadata| (m.dev(), m.ino());
+                return fs::symlink_metadata(dotgit).is_ok_and(|m| m.is_dir())
+                    && fs::metadata(dotgit).ok().map(id) == fs::metadata(dir).ok().map(id);
+            }
             _ => return false,
         }
     };
@@ -356,6 +411,10 @@ pub(crate) fn parse_git_pointer(bytes: &[u8], prefix: &str) -> Result<PathBuf, S
 /// worktree's common directory. A `.git` that cannot be read or parsed
 /// leads nowhere; the `.git` entry itself is watched regardless.
 pub(crate) fn watched_git_dirs(project: &Path) -> Vec<PathBuf> {
+    // A monorepo's package: the enclosing repository's, which its
+    // `git commit` may write (enclosing_git_dirs).
+    let home = dirs::home_dir();
+    let project = &enclosing_work_tree(project, home.as_deref()).unwrap_or(project.to_path_buf());
     let dotgit = project.join(".git");
     let Ok(meta) = fs::symlink_metadata(&dotgit) else {
         return Vec::new();

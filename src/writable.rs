@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 use crate::beneath;
 use crate::error::PolicyError;
-use crate::git::git_dirs;
+use crate::git::{enclosing_git_dirs, git_dirs};
 use crate::policy::require_absolute;
 use crate::root::{Judge, Origin, Rights, Root, Variable};
 
@@ -45,6 +45,14 @@ const TEMP: &[&str] = &["/tmp", "/var/tmp", "/dev/shm"];
 ///   that does not name the project back (a worktree's `gitdir` file, a
 ///   submodule's `core.worktree`) is another working tree's: it is listed
 ///   for [`Policy`](crate::Policy) to skip, and its common directory is not;
+/// - **the enclosing repository's git directory**, for a project with no
+///   `.git` of its own inside another repository's working tree (a
+///   monorepo's package): the nearest `.git` above the project, below the
+///   home directory and on the same filesystem, with the same judgement as
+///   a `.git` pointer (granted whole when it is a git directory whose
+///   working tree holds the project, since `git commit` makes
+///   `index.lock` directly in it; the tripwire watches its hooks and
+///   config);
 /// - **temporary space**: `$TMPDIR`, `/tmp`, `/var/tmp`, `/dev/shm`;
 /// - **device files** programs write: `/dev/null`, `/dev/zero`,
 ///   `/dev/full`, `/dev/tty`, `/dev/ptmx`, `/dev/pts`;
@@ -161,7 +169,7 @@ pub fn create_missing_caches() -> Vec<PathBuf> {
 /// does, or where nobody has looked yet: those are named in
 /// `doc/security.md` as open routes. A directory in the cache home that no
 /// row names gets every right.
-pub(crate) const TOOLCHAIN_CACHES: [(&str, &str, Rights); 20] = [
+pub(crate) const TOOLCHAIN_CACHES: [(&str, &str, Rights); 25] = [
     // Objects, test results and trim.txt: regular files only (measured,
     // go 1.19: go test and go build with a module dependency).
     ("go", "go-build", Rights::NoSymlinks),
@@ -192,6 +200,26 @@ pub(crate) const TOOLCHAIN_CACHES: [(&str, &str, Rights); 20] = [
     ("tsc", "typescript", Rights::All),
     ("playwright", "ms-playwright", Rights::All), // browser builds; not measured
     ("cypress", "Cypress", Rights::All),          // not measured
+    // corepack: the package managers it downloads, in
+    // `$XDG_CACHE_HOME/node/corepack` (`COREPACK_HOME`; corepack's README).
+    // None made by corepack itself, but the archives it unpacks may carry
+    // symlinks (not checked for every package manager).
+    ("corepack", "node", Rights::All),
+    // puppeteer (19 and later): browsers in `~/.cache/puppeteer`
+    // (`PUPPETEER_CACHE_DIR`; puppeteer's configuration guide). A library,
+    // not a command: made where node is. Browser archives hold symlinks.
+    ("node", "puppeteer", Rights::All),
+    // pipx: `pipx run`'s cached environments in `~/.cache/pipx`
+    // (`PIPX_CACHE_DIR`, pipx 1.3+ docs; older releases keep it in
+    // PIPX_HOME). Each is a venv: `bin/python` is a symlink.
+    ("pipx", "pipx", Rights::All),
+    // bazelisk: the Bazel releases it downloads, `~/.cache/bazelisk`
+    // (`BAZELISK_HOME`; bazelisk's README): plain binaries.
+    ("bazelisk", "bazelisk", Rights::NoSymlinks),
+    // (bun's store is `~/.bun/install/cache`, granted in `caches`.)
+    // black, the Python formatter: `~/.cache/black/<version>` (black's
+    // docs, "cache"): pickled file hashes.
+    ("black", "black", Rights::NoSymlinks),
 ];
 
 /// The rights of the cache-home directory `name`: its row's, or every one.
@@ -227,6 +255,12 @@ fn looked_up_since(
     let Ok(stamp) = std::fs::metadata(checked) else {
         return false;
     };
+    // The stamp holds the PATH it was made with: a toolchain found only
+    // through a PATH entry added since (a new shell, `nix develop`) needs
+    // its cache made, however old that entry's directory is.
+    if std::fs::read(checked).ok().as_deref() != Some(path_var.as_bytes()) {
+        return false;
+    }
     let stamped = (stamp.mtime(), stamp.mtime_nsec());
     if ctime(cache_home) > stamped {
         return false;
@@ -319,6 +353,46 @@ pub(crate) fn create_missing_caches_for(
             make(&npm);
         }
     }
+    // pnpm's store, where pnpm would make it: the confined command is
+    // told its path (crate::environment), so that pnpm does not look for
+    // one it can link into and fall back to the project's mount root.
+    // Stores under the home directory whose parents a fresh home lacks:
+    // made with the levels above them (the directories the tool itself
+    // would make) when the tool is installed. pnpm's, whose path the
+    // confined command is told (crate::environment) so that pnpm does not
+    // fall back to a store in the project, also where corepack is, since
+    // `corepack pnpm` runs a pnpm on no PATH; bun's, which a bun installed
+    // by its script (`~/.bun/bin`) has not made yet.
+    let bun_cache = match var("BUN_INSTALL_CACHE_DIR") {
+        Some(v) => Some(v.value),
+        None => var("BUN_INSTALL")
+            .map(|v| v.value)
+            .or_else(|| home.as_ref().map(|h| h.join(".bun")))
+            .map(|b| b.join("install/cache")),
+    };
+    let stores: [(Option<PathBuf>, &[&str]); 2] = [
+        (
+            crate::environment::pnpm_store(env, home.as_deref()),
+            &["pnpm", "corepack"],
+        ),
+        (bun_cache, &["bun"]),
+    ];
+    for (store, tools) in stores {
+        let (Some(store), Some(home), true) = (store, home.as_deref(), stamp.is_some()) else {
+            continue;
+        };
+        if !missing(&store) || !store.starts_with(home) || !tools.iter().any(|t| on_path(t)) {
+            continue;
+        }
+        let mut levels: Vec<&Path> = store
+            .ancestors()
+            .take_while(|a| *a != home && missing(a))
+            .collect();
+        levels.reverse();
+        for level in levels {
+            make(level);
+        }
+    }
     if let Some(checked) = stamp {
         // After the directories are made, so the stamp is newer than the
         // cache home's change time.
@@ -329,7 +403,11 @@ pub(crate) fn create_missing_caches_for(
             .and_then(|(dir, name)| {
                 beneath::open_dir(dir, home.as_deref())?.write_file(name, 0o666)
             })
-            .and_then(|f| f.set_modified(std::time::SystemTime::now()));
+            .and_then(|mut f| {
+                f.set_len(0)?;
+                std::io::Write::write_all(&mut f, path_var.as_bytes())?;
+                f.set_modified(std::time::SystemTime::now())
+            });
     }
     for root in caches(&var, home.as_deref(), &judge) {
         let parent = root.path.parent();
@@ -364,6 +442,10 @@ pub(crate) fn writable_for(
         roots.push(Root::new(state, Origin::State));
     }
     roots.extend(git_dirs(project_root)?);
+    roots.extend(enclosing_git_dirs(
+        project_root,
+        home.as_deref().filter(|h| h.is_absolute()),
+    ));
 
     let var = |name: &'static str| {
         env(name)
@@ -572,9 +654,13 @@ fn caches(
         Some(v) => Some(Root::new(v.value.clone(), cache(Some(v)))),
         None => or_home("BUN_INSTALL", ".bun").map(|(b, o)| Root::new(b.join("install/cache"), o)),
     });
-    out.extend(match var("npm_config_store_dir") {
-        Some(v) => Some(Root::new(v.value.clone(), cache(Some(v)))),
-        None => or_home("XDG_DATA_HOME", ".local/share")
+    // pnpm: `$PNPM_HOME/store` or the XDG data home's `pnpm/store`
+    // (environment::pnpm_store), never PNPM_HOME itself: `pnpm setup` puts
+    // it on PATH as the directory of global commands.
+    out.extend(match (var("npm_config_store_dir"), var("PNPM_HOME")) {
+        (Some(v), _) => Some(Root::new(v.value.clone(), cache(Some(v)))),
+        (None, Some(v)) => Some(Root::new(v.value.join("store"), cache(Some(v)))),
+        (None, None) => or_home("XDG_DATA_HOME", ".local/share")
             .map(|(d, o)| Root::new(d.join("pnpm/store"), o)),
     });
     out.extend(var("YARN_CACHE_FOLDER").map(|v| Root::new(v.value.clone(), cache(Some(v)))));
@@ -589,13 +675,23 @@ fn caches(
         }
     }
 
-    // Caches moved out of the XDG cache home by their own variables, with
-    // the rights of their row in TOOLCHAIN_CACHES.
+    // Caches moved out of the XDG cache home by their own variables (each
+    // as its tool documents it: the TOOLCHAIN_CACHES notes), with the
+    // rights of their row there.
     for (name, sub) in [
         ("PIP_CACHE_DIR", "pip"),
         ("UV_CACHE_DIR", "uv"),
         ("CCACHE_DIR", "ccache"),
         ("SCCACHE_DIR", "sccache"),
+        ("DENO_DIR", "deno"),
+        ("COREPACK_HOME", "node"),
+        ("PLAYWRIGHT_BROWSERS_PATH", "ms-playwright"),
+        ("PUPPETEER_CACHE_DIR", "puppeteer"),
+        ("PIPX_CACHE_DIR", "pipx"),
+        ("BAZELISK_HOME", "bazelisk"),
+        ("ZIG_GLOBAL_CACHE_DIR", "zig"),
+        ("PRE_COMMIT_HOME", "pre-commit"),
+        ("POETRY_CACHE_DIR", "pypoetry"),
     ] {
         out.extend(var(name).map(|v| {
             Root::new(v.value.clone(), cache(Some(v))).with_rights(cache_home_rights(sub.as_ref()))
@@ -698,6 +794,22 @@ mod tests {
         let mut dedup = roots.clone();
         dedup.dedup();
         assert_eq!(dedup.len(), roots.len());
+    }
+
+    #[test]
+    fn stores_are_made_with_their_parents_only_for_installed_tools() {
+        let home = tempfile::tempdir().expect("tempdir");
+        let bin = tempfile::tempdir().expect("tempdir");
+        std::fs::create_dir(home.path().join(".cache")).expect("mkdir");
+        std::fs::write(bin.path().join("bun"), "").expect("bun");
+        let path: OsString = bin.path().into();
+        let env = move |name: &str| (name == "PATH").then(|| path.clone());
+        let made = create_missing_caches_for(&env, Some(home.path().into()));
+        let bun = home.path().join(".bun/install/cache");
+        assert!(bun.is_dir(), "{made:?}");
+        assert!(made.contains(&bun));
+        // No pnpm and no corepack on PATH: no pnpm store.
+        assert!(!home.path().join(".local").exists(), "{made:?}");
     }
 
     #[test]

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Value, json};
 use strument_sandbox::{
-    Availability, ProbeError, Report, Rights, abi::Feature, services::Service,
+    Availability, Origin, ProbeError, Report, Rights, abi::Feature, services::Service,
     services::reachable_services,
 };
 
@@ -39,6 +39,26 @@ pub(crate) fn report_lines(report: &Report) -> Vec<String> {
             .map(|r| format!(" -> {}", r.display()))
             .unwrap_or_default()
     };
+    // A git directory of the repository the project sits inside (a
+    // monorepo's package) says so: its pointer is above the project.
+    let project = report
+        .granted
+        .iter()
+        .find(|g| g.origin == Origin::Project)
+        .map(|g| g.path.as_path());
+    let enclosing = |o: &Origin| match (o, project) {
+        (Origin::Git { pointer }, Some(project)) => pointer
+            .parent()
+            .is_some_and(|tree| project.starts_with(tree) && project != tree),
+        _ => false,
+    };
+    let note = |o: &Origin| {
+        if enclosing(o) {
+            "  (the enclosing repository's: the project is inside its working tree)"
+        } else {
+            ""
+        }
+    };
     let granted = report.granted.iter().map(|g| {
         // Only a narrower set is worth a word: every other root has them all.
         let rights = if g.rights == Rights::All {
@@ -46,11 +66,16 @@ pub(crate) fn report_lines(report: &Report) -> Vec<String> {
         } else {
             format!("  ({})", g.rights)
         };
-        let rest = format!("{}  [{}]{rights}", resolved(&g.resolved), g.origin);
+        let rest = format!(
+            "{}  [{}]{rights}{}",
+            resolved(&g.resolved),
+            g.origin,
+            note(&g.origin)
+        );
         row("granted", g.kind.name(), &g.path, &rest)
     });
     let skipped = report.skipped.iter().map(|s| {
-        let rest = format!("  [{}]  ({})", s.origin, s.reason);
+        let rest = format!("  [{}]  ({}){}", s.origin, s.reason, note(&s.origin));
         row("skipped", s.reason.name(), &s.path, &rest)
     });
     let sockets = report.sockets.iter().map(|s| {
@@ -74,6 +99,25 @@ pub(crate) fn report_lines(report: &Report) -> Vec<String> {
         .chain(warnings)
         .chain(limitations)
         .chain(service_lines(&report.reachable_services))
+        .collect()
+}
+
+/// The confined command's environment (`strument_sandbox::environment`),
+/// one variable a line: its value, or the caller's that stands instead.
+pub(crate) fn environment_lines(report: &Report) -> Vec<String> {
+    strument_sandbox::environment::settings(report)
+        .iter()
+        .map(|s| {
+            let value = match &s.caller {
+                None => format!("{}={}", s.variable, s.value.to_string_lossy()),
+                Some(caller) => format!(
+                    "{}={} (set by the caller; left alone)",
+                    s.variable,
+                    caller.to_string_lossy()
+                ),
+            };
+            format!("env      {:<9}  {value}  ({})", s.tool, s.why)
+        })
         .collect()
 }
 
