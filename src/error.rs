@@ -318,7 +318,11 @@ impl ProbeError {
         match self {
             ProbeError::NotBuilt => {
                 "use a kernel built with CONFIG_SECURITY_LANDLOCK=y (Linux 5.13 or later); \
-                 most distribution kernels have it, many VM and container kernels do not"
+                 most distribution kernels have it, many VM kernels do not; inside a \
+                 container, a seccomp profile older than Landlock answers ENOSYS too \
+                 (Docker before 20.10.18, containers/common's before 0.49): if `probe` on \
+                 the host finds Landlock, allow landlock_create_ruleset, landlock_add_rule \
+                 and landlock_restrict_self in the container's profile"
             }
             ProbeError::DisabledAtBoot => {
                 "add landlock to the kernel's lsm= boot parameter (or to CONFIG_LSM); \

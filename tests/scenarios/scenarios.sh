@@ -298,10 +298,13 @@ EOF
     detail="built from vendored sources, target dir written"
   else
     # The dependency's sources are extracted by the build itself, in both
-    # the online and the seeded variant.
-    compgen -G "$registry/src/*/itoa-*/src/lib.rs" >/dev/null ||
+    # the online and the seeded variant. A glob that matches nothing stays
+    # the pattern itself, which does not exist. (Not compgen: nixpkgs' bash
+    # is built without readline and so without compgen.)
+    local extracted=("$registry"/src/*/itoa-*/src/lib.rs) crates=("$registry"/cache/*/itoa-*.crate)
+    [ -e "${extracted[0]}" ] ||
       fail cargo-build "cargo build passed but the dependency was not extracted to ~/.cargo/registry/src" "$log"
-    compgen -G "$registry/cache/*/itoa-*.crate" >/dev/null ||
+    [ -e "${crates[0]}" ] ||
       fail cargo-build "no itoa .crate in ~/.cargo/registry/cache" "$log"
     if [ "$how" = online ]; then
       [ -n "$(ls -A "$registry/index" 2>/dev/null)" ] ||
