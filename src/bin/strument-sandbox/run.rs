@@ -12,7 +12,7 @@ use strument_sandbox::tripwire::Change;
 use strument_sandbox::{ApplyError, DenialLogError, Report, SessionError};
 
 use crate::forward::SignalForwarder;
-use crate::output::{report_lines, service_lines};
+use crate::output::{json_with, report_lines, service_lines};
 use crate::{Failure, Roots, session_builder, status};
 
 /// The flags of `run` beyond the roots and the command.
@@ -106,11 +106,7 @@ fn run_json(code: u8, status: ExitStatus, changes: &[Change]) -> Value {
     // Each change with the line a person reads, as the tripwire prints it.
     let changes: Vec<Value> = changes
         .iter()
-        .map(|c| {
-            let mut v = json!(c);
-            v["line"] = json!(c.to_string());
-            v
-        })
+        .map(|c| json_with(c, "line", json!(c.to_string())))
         .collect();
     json!({
         "exit": code,
