@@ -9,6 +9,15 @@
 //! there), and snapshots the files that run later. Then it confines each
 //! command the caller starts, and reports what those commands changed.
 //! The caller itself stays unconfined.
+//!
+//! Two places hold everything: what lives as long as the session (the
+//! prepared ruleset, the tripwire, and whatever else serves every command,
+//! such as a supervisor of its connections) is a field of [`Session`], made
+//! in [`SessionBuilder::open`]; what each confined child is given (the
+//! ruleset and the terminal filter, and beside them its environment and the
+//! descriptors it keeps) is given in [`Session::confine`], which
+//! [`Session::run`] goes through, and beside it in
+//! [`Session::run_explaining_denials`], which confines with the audit log on.
 
 use std::io;
 use std::path::{Path, PathBuf};
@@ -55,6 +64,7 @@ pub use crate::wait::{PlainWait, Waiter};
 /// ```
 #[derive(Debug)]
 pub struct Session {
+    /// The ruleset, built once; the report of what it grants.
     prepared: Prepared,
     /// The caches made before the policy was built.
     created: Vec<PathBuf>,
