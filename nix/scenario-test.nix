@@ -9,7 +9,9 @@
 #      version offers, or exit 3 naming the errno);
 #   3. tests/scenarios/scenarios.sh, the scenarios every tier runs, passes
 #      as the user: an `ok` line for each scenario its registry lists
-#      (`scenarios.sh list MODE`, read in the guest: no name is kept here).
+#      (`scenarios.sh list MODE`, read in the guest; the package's check
+#      phase has already held that list to the names tests/suite/support.rs
+#      pins, suite::support::the_scenario_registry_lists_exactly_the_pinned_scenarios).
 #
 # Values reach the guest through scripts generated here and put on its PATH;
 # testScript only names them, so no value is pasted into a Python string.

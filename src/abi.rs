@@ -8,6 +8,8 @@ use std::fmt;
 
 use landlock::{AccessFs, BitFlags, Scope, make_bitflags};
 
+use crate::root::Rights;
+
 /// A Landlock feature that arrived with a given ABI version.
 ///
 /// The ABI a kernel reports is cumulative: ABI N has every feature of the
@@ -146,6 +148,15 @@ impl Abi {
             access |= AccessFs::Truncate;
         }
         access
+    }
+
+    /// What a directory root granted `rights` gets: [`Abi::write_access`],
+    /// less `MAKE_SYM` for [`Rights::NoSymlinks`].
+    pub(crate) fn directory_access(self, rights: Rights) -> BitFlags<AccessFs> {
+        match rights {
+            Rights::All => self.write_access(),
+            Rights::NoSymlinks => self.write_access() & !AccessFs::MakeSym,
+        }
     }
 
     /// The subset of [`Abi::write_access`] that means something on a

@@ -68,9 +68,11 @@
 #![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
 
 pub mod abi;
+pub(crate) mod beneath;
 pub mod denials;
 mod error;
 pub mod explain;
+mod fds;
 #[cfg(fuzzing)]
 #[doc(hidden)]
 pub mod fuzzing;
@@ -88,6 +90,7 @@ pub mod sockets;
 #[allow(unsafe_code)]
 mod sys;
 mod terminal;
+mod through;
 pub mod tripwire;
 mod wait;
 pub mod writable;
@@ -97,7 +100,7 @@ pub use policy::Policy;
 pub use prepared::Prepared;
 pub use probe::{Availability, probe};
 pub use report::{Granted, Report, Skipped, Warning};
-pub use root::{Origin, Root, SkipReason};
+pub use root::{Origin, Rights, Root, SkipReason};
 pub use session::{Finished, Session, SessionBuilder};
 pub use sockets::default_sockets;
 pub use writable::default_writable;

@@ -2,12 +2,13 @@
 //! child, or on a child whose refusals are read back.
 
 use std::io;
-use std::os::fd::OwnedFd;
+use std::os::fd::{OwnedFd, RawFd};
 use std::process::Command;
 use std::sync::Arc;
 
 use crate::denials::{self, Audited};
 use crate::error::{ApplyError, DenialLogError};
+use crate::fds;
 use crate::report::Report;
 use crate::sys;
 use crate::terminal::TerminalFilter;
@@ -24,6 +25,9 @@ pub struct Prepared {
     /// The seccomp program against terminal injection, built here so that
     /// the child only installs it.
     filter: TerminalFilter,
+    /// Descriptors above 2 the confined command keeps (besides a make
+    /// jobserver's, found in its environment).
+    keep_fds: Vec<RawFd>,
 }
 
 impl Prepared {
@@ -33,7 +37,36 @@ impl Prepared {
             report,
             ruleset,
             filter,
+            keep_fds: Vec::new(),
         }
+    }
+
+    /// Keeps the descriptors `fds` open in every command this confines.
+    ///
+    /// A confined command inherits only standard input, output and error,
+    /// and the descriptors of a make jobserver named in its `MAKEFLAGS`
+    /// (`--jobserver-auth=R,W`): every other descriptor the caller holds
+    /// is marked close-on-exec in the child (`close_range`), because one
+    /// opened for writing before the sandbox was applied writes wherever
+    /// it points, whatever the policy says. Name here the ones the command
+    /// must have (a pipe it reports on, say).
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// use std::process::Command;
+    /// let prepared = strument_sandbox::Policy { writable: vec!["/tmp".into()], ..Default::default() }
+    ///     .prepare()?
+    ///     .keep_fds([3]);
+    /// let mut cmd = Command::new("sh");
+    /// cmd.args(["-c", "echo done >&3"]);
+    /// prepared.confine(&mut cmd);
+    /// # Ok::<(), strument_sandbox::ApplyError>(())
+    /// ```
+    #[must_use]
+    pub fn keep_fds(mut self, fds: impl IntoIterator<Item = RawFd>) -> Prepared {
+        self.keep_fds.extend(fds);
+        self
     }
 
     /// What enforcing this ruleset grants.
@@ -91,11 +124,12 @@ impl Prepared {
 
     /// Makes `cmd` confine its own child process just before `exec`,
     /// leaving the caller unconfined. Between `fork` and `exec` the child
-    /// performs only three async-signal-safe syscalls (`prctl`, `seccomp`
-    /// with the terminal filter built here, and `landlock_restrict_self` on
-    /// the descriptor opened here), so this is safe in a multi-threaded
-    /// caller. If any fails the command does not run and spawning it
-    /// returns the error.
+    /// performs only async-signal-safe syscalls (`prctl`, `seccomp` with
+    /// the terminal filter built here, `landlock_restrict_self` on the
+    /// descriptor opened here, then `close_range` marking every descriptor
+    /// above 2 close-on-exec but those kept, see [`Prepared::keep_fds`]), so
+    /// this is safe in a multi-threaded caller. If any fails the command does
+    /// not run and spawning it returns the error.
     ///
     /// # Examples
     ///
@@ -110,6 +144,8 @@ impl Prepared {
     /// ```
     pub fn confine(&self, cmd: &mut Command) {
         sys::confine_before_exec(cmd, Arc::clone(&self.ruleset), self.filter.clone());
+        // A separate step, after confining: see Prepared::keep_fds.
+        fds::keep_only(cmd, &self.keep_fds);
     }
 
     /// Runs `cmd` confined, as [`Prepared::confine`] does, with the kernel
@@ -173,6 +209,7 @@ impl Prepared {
         cmd: &mut Command,
         waiter: &mut dyn Waiter,
     ) -> Result<Audited, DenialLogError> {
+        fds::keep_only(cmd, &self.keep_fds);
         denials::status_with_denials(
             &self.report.landlock,
             &self.ruleset,

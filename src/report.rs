@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 use crate::abi;
 use crate::probe::Availability;
-use crate::root::{Origin, RootKind, SkipReason};
+use crate::root::{Origin, Rights, RootKind, SkipReason};
 use crate::services::Service;
 #[cfg(doc)]
 use crate::{Policy, Prepared};
@@ -32,6 +32,8 @@ pub struct Granted {
     pub resolved: Option<PathBuf>,
     /// What it resolved to.
     pub kind: RootKind,
+    /// The write rights it is granted, when it is a directory.
+    pub rights: Rights,
     /// Device and inode the rule is anchored to: the identity the kernel
     /// checks, whatever name the inode is later reached by.
     #[cfg_attr(feature = "serde", serde(skip))]
@@ -53,6 +55,7 @@ impl Granted {
             origin: origin.clone(),
             resolved,
             kind,
+            rights: Rights::All,
             id,
         }
     }

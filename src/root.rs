@@ -40,6 +40,67 @@ pub struct Root {
     pub path: PathBuf,
     /// Who named it.
     pub origin: Origin,
+    /// The write rights it is granted, when it is a directory: every one
+    /// unless the cache table narrows them.
+    pub rights: Rights,
+}
+
+/// The write rights a directory root is granted.
+///
+/// Every root gets every write right of the kernel's ABI, so that renames
+/// and hard links between roots work, except a cache that never legitimately
+/// holds a symlink: there a symlink could only be a plant, left for the
+/// user's own unconfined toolchain to follow (a symlink at
+/// `~/.cache/go-build/trim.txt` makes the next `go build` overwrite its
+/// target). Landlock checks `MAKE_SYM` when a symlink is created and when
+/// one is renamed or linked into the root.
+///
+/// # Examples
+///
+/// ```
+/// use strument_sandbox::{Origin, Rights, Root};
+/// let cache = Root::new("/home/me/.cache/go-build", Origin::Cache { variable: None })
+///     .with_rights(Rights::NoSymlinks);
+/// assert_eq!(cache.rights.name(), "no-symlinks");
+/// assert_eq!(Root::from("/srv/out").rights, Rights::All);
+/// ```
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
+#[cfg_attr(feature = "serde", serde(rename_all = "kebab-case"))]
+#[non_exhaustive]
+pub enum Rights {
+    /// Every write right the kernel's ABI handles.
+    #[default]
+    All,
+    /// Every write right but `MAKE_SYM`: no symlink can be made in the root
+    /// or moved into it.
+    NoSymlinks,
+}
+
+impl Rights {
+    /// A short, stable name for programs: `all` or `no-symlinks`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// assert_eq!(strument_sandbox::Rights::All.name(), "all");
+    /// ```
+    #[must_use]
+    pub fn name(&self) -> &'static str {
+        match self {
+            Rights::All => "all",
+            Rights::NoSymlinks => "no-symlinks",
+        }
+    }
+}
+
+impl fmt::Display for Rights {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Rights::All => "every write right",
+            Rights::NoSymlinks => "no symlinks may be made or moved in",
+        })
+    }
 }
 
 impl Root {
@@ -56,7 +117,23 @@ impl Root {
         Root {
             path: path.into(),
             origin,
+            rights: Rights::All,
         }
+    }
+
+    /// This root, granted `rights` instead of every write right.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use strument_sandbox::{Rights, Root};
+    /// let r = Root::from("/srv/cache").with_rights(Rights::NoSymlinks);
+    /// assert_eq!(r.rights, Rights::NoSymlinks);
+    /// ```
+    #[must_use]
+    pub fn with_rights(mut self, rights: Rights) -> Root {
+        self.rights = rights;
+        self
     }
 }
 
@@ -302,6 +379,19 @@ pub enum SkipReason {
         #[cfg_attr(feature = "serde", serde(serialize_with = "crate::serialize::path"))]
         resolved: PathBuf,
     },
+    /// The root came from the environment, the cache home or the project's
+    /// `.git`, and resolves through a symlink that sits in a granted
+    /// directory, where a confined command could have planted it, to a
+    /// place outside every granted directory. (`TMPDIR=/tmp/nix-shell.X`
+    /// replaced by a symlink to `~/.local/bin`.)
+    ThroughWritable {
+        /// The symlink on the way.
+        #[cfg_attr(feature = "serde", serde(serialize_with = "crate::serialize::path"))]
+        link: PathBuf,
+        /// The path it resolved to.
+        #[cfg_attr(feature = "serde", serde(serialize_with = "crate::serialize::path"))]
+        resolved: PathBuf,
+    },
     /// A git directory the project's `.git` file or symlink leads to that
     /// does not name the project back: a linked worktree's gitdir whose
     /// `gitdir` file does not lead to the project's `.git`, or a repository
@@ -320,7 +410,8 @@ pub enum SkipReason {
 
 impl SkipReason {
     /// A short, stable name for programs: `missing`, `cannot-open`,
-    /// `widens`, `not-a-git-directory` or `another-working-tree`.
+    /// `widens`, `not-a-git-directory`, `through-writable` or
+    /// `another-working-tree`.
     ///
     /// # Examples
     ///
@@ -334,6 +425,7 @@ impl SkipReason {
             SkipReason::CannotOpen { .. } => "cannot-open",
             SkipReason::Widens { .. } => "widens",
             SkipReason::NotAGitDirectory { .. } => "not-a-git-directory",
+            SkipReason::ThroughWritable { .. } => "through-writable",
             SkipReason::AnotherWorkingTree { .. } => "another-working-tree",
         }
     }
@@ -354,6 +446,13 @@ impl fmt::Display for SkipReason {
             SkipReason::NotAGitDirectory { resolved } => write!(
                 f,
                 "resolves to {}, which is not a git directory (no HEAD with objects/ or commondir)",
+                resolved.display()
+            ),
+            SkipReason::ThroughWritable { link, resolved } => write!(
+                f,
+                "resolves through {}, a symlink in a granted directory that a confined command \
+                 could have planted, to {}, outside every granted directory",
+                link.display(),
                 resolved.display()
             ),
             SkipReason::AnotherWorkingTree { resolved, project } => write!(

@@ -72,7 +72,7 @@ mod tests {
         );
         assert_eq!(
             v["granted"][0],
-            json!({"path": "/tmp", "kind": "directory", "origin": {"kind": "extra"}, "resolved": null})
+            json!({"path": "/tmp", "kind": "directory", "origin": {"kind": "extra"}, "resolved": null, "rights": "all"})
         );
         assert_eq!(
             v["skipped"][0],

@@ -20,6 +20,7 @@
 //! [`Session::run_explaining_denials`], which confines with the audit log on.
 
 use std::io;
+use std::os::fd::RawFd;
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitStatus};
 use std::sync::{Mutex, PoisonError};
@@ -85,6 +86,7 @@ pub struct SessionBuilder {
     extra: Vec<PathBuf>,
     sockets: Vec<PathBuf>,
     create_caches: bool,
+    keep_fds: Vec<RawFd>,
 }
 
 /// How a command run by [`Session::run`] ended, and what it changed.
@@ -312,6 +314,7 @@ impl SessionBuilder {
             extra: Vec::new(),
             sockets: Vec::new(),
             create_caches: true,
+            keep_fds: Vec::new(),
         }
     }
 
@@ -376,6 +379,20 @@ impl SessionBuilder {
     /// ```
     pub fn create_caches(mut self, create: bool) -> SessionBuilder {
         self.create_caches = create;
+        self
+    }
+
+    /// Descriptors above 2 the confined commands keep (see
+    /// [`Prepared::keep_fds`]); every other one is closed at their `exec`.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// let session = strument_sandbox::Session::builder("/home/me/project").keep_fds([3]).open()?;
+    /// # Ok::<(), strument_sandbox::SessionError>(())
+    /// ```
+    pub fn keep_fds(mut self, fds: impl IntoIterator<Item = RawFd>) -> SessionBuilder {
+        self.keep_fds.extend(fds);
         self
     }
 
@@ -479,7 +496,9 @@ impl SessionBuilder {
             Vec::new()
         };
         let (policy, git) = self.policy_from(&project, &inputs)?;
-        let prepared = policy.prepare_judged(Some(&inputs.judge))?;
+        let prepared = policy
+            .prepare_judged(Some(&inputs.judge))?
+            .keep_fds(self.keep_fds.iter().copied());
         let tripwire = Mutex::new(Snapshot::take_with(&prepared, Some(git.watched)));
         Ok(Session {
             prepared,

@@ -5,11 +5,15 @@
 
 mod audit;
 mod confine;
+mod fds;
+mod fs;
 mod landlock;
 mod process;
 mod seccomp;
 
 pub(crate) use audit::*;
 pub(crate) use confine::*;
+pub(crate) use fds::*;
+pub(crate) use fs::*;
 pub(crate) use landlock::*;
 pub(crate) use process::*;

@@ -116,20 +116,20 @@ fn explain_denials_lists_each_refused_write_and_the_root_to_add() {
     let flag = [OsStr::new("--explain-denials")];
     let found = audit(AUDIT_GET, 0);
     let _restore = Restore(found);
-    if found == 0 {
-        // Off, the flag refuses before anything runs, and says why.
-        let out = h.run(&flag, &["sh", "-c", "echo ran > ran"]);
-        assert_eq!(out.status.code(), Some(5), "{}", show(&out));
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        assert!(
-            stderr.contains("auditing is off") && stderr.contains("explain"),
-            "{stderr}"
-        );
-        assert!(
-            !h.project.join("ran").exists(),
-            "the command ran without its denials readable"
-        );
-    }
+    // Off (turned off here, whatever it was), the flag refuses before
+    // anything runs, and says why.
+    assert_eq!(audit(AUDIT_SET, 0), 0, "could not turn auditing off");
+    let out = h.run(&flag, &["sh", "-c", "echo ran > ran"]);
+    assert_eq!(out.status.code(), Some(5), "{}", show(&out));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("auditing is off") && stderr.contains("explain"),
+        "{stderr}"
+    );
+    assert!(
+        !h.project.join("ran").exists(),
+        "the command ran without its denials readable"
+    );
     assert_eq!(audit(AUDIT_SET, 1), 1, "could not turn auditing on");
 
     let out = h.run(

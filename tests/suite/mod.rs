@@ -22,6 +22,7 @@ mod routes;
 mod scenarios;
 mod simulated;
 mod support;
+mod through;
 mod tripwire;
 mod vm;
 mod widening;

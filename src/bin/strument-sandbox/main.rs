@@ -178,6 +178,11 @@ enum Cmd {
         /// the files that run later it changed.
         #[arg(long)]
         json: bool,
+        /// Pass descriptor N on to the command (repeatable). Otherwise it gets only 0, 1, 2
+        /// and a make jobserver's named in MAKEFLAGS: a descriptor opened before the sandbox
+        /// writes wherever it points.
+        #[arg(long = "keep-fd", value_name = "N")]
+        keep_fd: Vec<i32>,
         /// The command and its arguments, after `--`.
         #[arg(last = true, required = true, value_name = "CMD")]
         command: Vec<OsString>,
@@ -229,6 +234,7 @@ fn main() -> ExitCode {
             no_create_caches,
             explain_denials,
             json,
+            keep_fd,
             command,
         } => run::cmd_run(
             &roots,
@@ -237,6 +243,7 @@ fn main() -> ExitCode {
                 create_caches: !no_create_caches,
                 explain_denials,
                 json,
+                keep_fds: keep_fd,
             },
             &command,
         ),

@@ -6,7 +6,8 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Value, json};
 use strument_sandbox::{
-    Availability, ProbeError, Report, abi::Feature, services::Service, services::reachable_services,
+    Availability, ProbeError, Report, Rights, abi::Feature, services::Service,
+    services::reachable_services,
 };
 
 /// `println!` that ends the program quietly when standard output is closed
@@ -39,7 +40,13 @@ pub(crate) fn report_lines(report: &Report) -> Vec<String> {
             .unwrap_or_default()
     };
     let granted = report.granted.iter().map(|g| {
-        let rest = format!("{}  [{}]", resolved(&g.resolved), g.origin);
+        // Only a narrower set is worth a word: every other root has them all.
+        let rights = if g.rights == Rights::All {
+            String::new()
+        } else {
+            format!("  ({})", g.rights)
+        };
+        let rest = format!("{}  [{}]{rights}", resolved(&g.resolved), g.origin);
         row("granted", g.kind.name(), &g.path, &rest)
     });
     let skipped = report.skipped.iter().map(|s| {

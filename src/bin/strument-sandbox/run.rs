@@ -21,6 +21,8 @@ pub(crate) struct RunOptions {
     pub(crate) create_caches: bool,
     pub(crate) explain_denials: bool,
     pub(crate) json: bool,
+    /// Descriptors above 2 the command keeps (`--keep-fd`).
+    pub(crate) keep_fds: Vec<i32>,
 }
 
 pub(crate) fn cmd_run(
@@ -33,6 +35,7 @@ pub(crate) fn cmd_run(
         .ok_or_else(|| Failure::new(2, "run: no command given after `--`"))?;
     let session = session_builder(roots)?
         .create_caches(options.create_caches)
+        .keep_fds(options.keep_fds.iter().copied())
         .open()
         .map_err(refused)?;
     if options.verbose {
