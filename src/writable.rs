@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 use crate::beneath;
 use crate::error::PolicyError;
-use crate::git::{enclosing_git_dirs, git_dirs};
+use crate::git::{GitLayout, read_layout};
 use crate::policy::require_absolute;
 use crate::root::{Judge, Origin, Rights, Root, Variable};
 
@@ -120,6 +120,53 @@ pub fn default_writable(
     writable_for(project_root, state_dir, extra, &env, dirs::home_dir())
 }
 
+/// What the default roots are made of that is read from the machine, read
+/// once per session and passed on: the home directory, the judge of what
+/// covers it (and the project), where the cache home is, and the cache list.
+#[derive(Debug)]
+pub(crate) struct Inputs {
+    /// The home directory, when it is an absolute path.
+    pub(crate) home: Option<PathBuf>,
+    /// What a derived root must not cover: home, above it, above the project.
+    pub(crate) judge: Judge,
+    cache_home: Option<(PathBuf, Option<Variable>)>,
+    caches: Vec<Root>,
+}
+
+impl Inputs {
+    /// Reads them from `env` and `home`, for `project` when there is one.
+    pub(crate) fn read(
+        env: &dyn Fn(&str) -> Option<OsString>,
+        home: Option<PathBuf>,
+        project: Option<&Path>,
+    ) -> Inputs {
+        let var = |name: &'static str| variable(env, name);
+        let home = home.filter(|h| h.is_absolute());
+        let judge = Judge::new(home.as_deref(), project);
+        let cache_home = cache_home(&var, home.as_deref());
+        let caches = caches(&var, home.as_deref(), &judge);
+        Inputs {
+            home,
+            judge,
+            cache_home,
+            caches,
+        }
+    }
+
+    /// Reads them from this process's environment and home directory.
+    pub(crate) fn of_process(project: Option<&Path>) -> Inputs {
+        Inputs::read(&|name| std::env::var_os(name), dirs::home_dir(), project)
+    }
+}
+
+/// An absolute path from the environment variable `name`.
+fn variable(env: &dyn Fn(&str) -> Option<OsString>, name: &'static str) -> Option<Variable> {
+    env(name)
+        .map(PathBuf::from)
+        .filter(|p| p.is_absolute())
+        .map(|value| Variable { name, value })
+}
+
 /// Creates the toolchain caches of [`default_writable`] that do not exist
 /// yet, and returns the paths it created.
 ///
@@ -157,7 +204,7 @@ pub fn default_writable(
 #[must_use]
 pub fn create_missing_caches() -> Vec<PathBuf> {
     let env = |name: &str| std::env::var_os(name);
-    create_missing_caches_for(&env, dirs::home_dir())
+    create_missing_caches_in(&env, &Inputs::of_process(None))
 }
 
 /// The cache directories toolchains make in the XDG cache home, each with
@@ -271,19 +318,14 @@ fn looked_up_since(
         .all(|dir| std::fs::metadata(dir).map_or(true, |m| ctime(&m) <= stamped))
 }
 
-/// [`create_missing_caches`] with the environment and home given.
-pub(crate) fn create_missing_caches_for(
+/// [`create_missing_caches`] with the environment given and the home
+/// directory and cache list already read.
+pub(crate) fn create_missing_caches_in(
     env: &dyn Fn(&str) -> Option<OsString>,
-    home: Option<PathBuf>,
+    inputs: &Inputs,
 ) -> Vec<PathBuf> {
-    let var = |name: &'static str| {
-        env(name)
-            .map(PathBuf::from)
-            .filter(|p| p.is_absolute())
-            .map(|value| Variable { name, value })
-    };
-    let home = home.filter(|h| h.is_absolute());
-    let judge = Judge::new(home.as_deref(), None);
+    let var = |name: &'static str| variable(env, name);
+    let (home, judge) = (&inputs.home, &inputs.judge);
     let path_var = env("PATH").unwrap_or_default();
     let on_path = |tool: &str| {
         std::env::split_paths(&path_var)
@@ -307,7 +349,7 @@ pub(crate) fn create_missing_caches_for(
     let missing = |path: &Path| std::fs::symlink_metadata(path).is_err();
 
     let mut stamp = None;
-    if let Some((dir, variable)) = cache_home(&var, home.as_deref()) {
+    if let Some((dir, variable)) = inputs.cache_home.clone() {
         // One lstat says whether it is there and a directory; only a
         // variable's value or a symlink needs judging.
         let link = std::fs::symlink_metadata(&dir).ok();
@@ -409,7 +451,7 @@ pub(crate) fn create_missing_caches_for(
                 f.set_modified(std::time::SystemTime::now())
             });
     }
-    for root in caches(&var, home.as_deref(), &judge) {
+    for root in &inputs.caches {
         let parent = root.path.parent();
         if parent != home.as_deref() && parent.is_some_and(Path::is_dir) && missing(&root.path) {
             make(&root.path);
@@ -435,24 +477,29 @@ pub(crate) fn writable_for(
     env: &dyn Fn(&str) -> Option<OsString>,
     home: Option<PathBuf>,
 ) -> Result<Vec<Root>, PolicyError> {
+    let inputs = Inputs::read(env, home, Some(project_root));
+    writable_from(project_root, state_dir, extra, env, &inputs).map(|(roots, _git)| roots)
+}
+
+/// [`default_writable`] from inputs already read, with the project's git
+/// layout it read, for the tripwire to watch the same directories.
+pub(crate) fn writable_from(
+    project_root: &Path,
+    state_dir: Option<&Path>,
+    extra: &[PathBuf],
+    env: &dyn Fn(&str) -> Option<OsString>,
+    inputs: &Inputs,
+) -> Result<(Vec<Root>, GitLayout), PolicyError> {
     require_directory(project_root, "project root")?;
     let mut roots = vec![Root::new(project_root, Origin::Project)];
     if let Some(state) = state_dir {
         require_directory(state, "state directory")?;
         roots.push(Root::new(state, Origin::State));
     }
-    roots.extend(git_dirs(project_root)?);
-    roots.extend(enclosing_git_dirs(
-        project_root,
-        home.as_deref().filter(|h| h.is_absolute()),
-    ));
+    let git = read_layout(project_root)?;
+    roots.extend(git.roots.iter().cloned());
 
-    let var = |name: &'static str| {
-        env(name)
-            .map(PathBuf::from)
-            .filter(|p| p.is_absolute())
-            .map(|value| Variable { name, value })
-    };
+    let var = |name: &'static str| variable(env, name);
     roots.extend(
         var("TMPDIR").map(|v| Root::new(v.value.clone(), Origin::Temp { variable: Some(v) })),
     );
@@ -461,22 +508,20 @@ pub(crate) fn writable_for(
             .map(|t| Root::new(*t, Origin::Temp { variable: None })),
     );
     roots.extend(DEVICES.iter().map(|d| Root::new(*d, Origin::Device)));
-    let home = home.filter(|h| h.is_absolute());
-    let judge = Judge::new(home.as_deref(), Some(project_root));
-    if let Some((dir, variable)) = cache_home(&var, home.as_deref()) {
+    if let Some((dir, variable)) = inputs.cache_home.clone() {
         roots.extend(cache_home_subdirs(
             &dir,
             &Origin::Cache { variable },
-            &judge,
+            &inputs.judge,
         ));
     }
-    roots.extend(caches(&var, home.as_deref(), &judge));
+    roots.extend(inputs.caches.iter().cloned());
 
     for path in extra {
         require_absolute(path, "extra writable root")?;
         roots.push(Root::new(path.clone(), Origin::Extra));
     }
-    Ok(dedup(roots))
+    Ok((dedup(roots), git))
 }
 
 /// Drops repeated paths, keeping the first position and the most
@@ -804,7 +849,8 @@ mod tests {
         std::fs::write(bin.path().join("bun"), "").expect("bun");
         let path: OsString = bin.path().into();
         let env = move |name: &str| (name == "PATH").then(|| path.clone());
-        let made = create_missing_caches_for(&env, Some(home.path().into()));
+        let made =
+            create_missing_caches_in(&env, &Inputs::read(&env, Some(home.path().into()), None));
         let bun = home.path().join(".bun/install/cache");
         assert!(bun.is_dir(), "{made:?}");
         assert!(made.contains(&bun));

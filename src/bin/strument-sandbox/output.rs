@@ -140,6 +140,13 @@ pub(crate) fn service_lines(services: &[Service]) -> impl Iterator<Item = String
     services.iter().map(|s| format!("reachable: {s}"))
 }
 
+/// `item` as the library serializes it, with one more field beside.
+pub(crate) fn json_with<T: serde::Serialize>(item: &T, key: &str, value: Value) -> Value {
+    let mut v = json!(item);
+    v[key] = value;
+    v
+}
+
 /// What `--json` prints of a probe: the library's fields, and beside them
 /// what a person or a script reads without the library (`supported`, the
 /// errno for every reason, `message`, `hint`, `all_threads`,

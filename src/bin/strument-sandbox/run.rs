@@ -14,7 +14,7 @@ use strument_sandbox::{ApplyError, DenialLogError, Report, SessionError};
 use strument_sandbox::refusals::{self, Refusal};
 
 use crate::forward::SignalForwarder;
-use crate::output::{environment_lines, report_lines, service_lines};
+use crate::output::{environment_lines, json_with, report_lines, service_lines};
 use crate::tail::{self, Tailing};
 use crate::{Failure, Roots, session_builder, status};
 
@@ -127,11 +127,7 @@ fn run_json(code: u8, status: ExitStatus, changes: &[Change], refused: &[Refusal
     // Each change with the line a person reads, as the tripwire prints it.
     let changes: Vec<Value> = changes
         .iter()
-        .map(|c| {
-            let mut v = json!(c);
-            v["line"] = json!(c.to_string());
-            v
-        })
+        .map(|c| json_with(c, "line", json!(c.to_string())))
         .collect();
     json!({
         "exit": code,
