@@ -290,6 +290,12 @@ fn tmux_servers_inside_and_outside_never_meet() {
     );
     let confined_ls = run_in(&h, &h.project, &[], &["tmux", "-L", &outside, "ls"]);
     let again = run_in(&h, &h.project, &[], &["tmux", "-L", &name, "ls"]);
+    // The user's session runs its command in its own time: wait for it
+    // before the servers go (killed first, a loaded machine never ran it).
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while !marker.exists() && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
     // Stop every server this test started before asserting.
     let _ = unconfined(&h, &h.project, &[], &["tmux", "-L", &name, "kill-server"]);
     let _ = unconfined(
@@ -301,10 +307,6 @@ fn tmux_servers_inside_and_outside_never_meet() {
     let _ = run_in(&h, &h.project, &[], &["tmux", "-L", &name, "kill-server"]);
     assert_success(&user);
     assert_success(&outside_server);
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-    while !marker.exists() && std::time::Instant::now() < deadline {
-        std::thread::sleep(std::time::Duration::from_millis(50));
-    }
     assert!(
         marker.exists(),
         "the user's tmux joined the confined server: its command could not write ~/x"
