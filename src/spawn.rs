@@ -10,7 +10,9 @@
 //! the child with `clone(CLONE_VM | CLONE_VFORK)`, as `posix_spawn` does:
 //! the child restricts itself and execs without copying anything. Standard
 //! input, output and error are inherited, and only the descriptors above 2
-//! the prepared policy keeps (see [`Prepared::keep_fds`](crate::Prepared::keep_fds)).
+//! the prepared policy keeps (see [`Prepared::keep_fds`](crate::Prepared::keep_fds)); the
+//! environment gets the session's variables as with `confine` (see
+//! [`Prepared::environment`](crate::Prepared::environment)).
 //!
 //! ```no_run
 //! use strument_sandbox::{Policy, spawn::Spawn};
@@ -158,22 +160,29 @@ impl Spawn {
     /// ```
     pub fn spawn(&self, prepared: &Prepared) -> io::Result<Spawned> {
         let (ruleset, filter, keep) = prepared.child_parts();
-        self.start(Some((ruleset, filter)), Some(keep))
+        let chosen = |name: &str| {
+            self.env
+                .as_ref()
+                .is_some_and(|vars| vars.iter().any(|(k, _)| k == name))
+        };
+        let extra = prepared.environment_to_set(&chosen);
+        self.start(Some((ruleset, filter)), Some(keep), &extra)
     }
 
     /// Starts the command unconfined, by the same path: what confining adds
     /// is measured against this.
     #[doc(hidden)]
     pub fn spawn_unconfined(&self) -> io::Result<Spawned> {
-        self.start(None, None)
+        self.start(None, None, &[])
     }
 
     fn start(
         &self,
         confine: Option<(RawFd, &[crate::terminal::SockFilter])>,
         keep: Option<&[RawFd]>,
+        extra_env: &[(&str, &OsString)],
     ) -> io::Result<Spawned> {
-        let env: Vec<CString> = match &self.env {
+        let mut env: Vec<CString> = match &self.env {
             Some(vars) => vars
                 .iter()
                 .map(|(k, v)| env_entry(k, v))
@@ -182,6 +191,9 @@ impl Spawn {
                 .map(|(k, v)| env_entry(&k, &v))
                 .collect::<io::Result<_>>()?,
         };
+        for (name, value) in extra_env {
+            env.push(env_entry(OsStr::new(name), value)?);
+        }
         let path = env
             .iter()
             .find_map(|e| e.to_bytes().strip_prefix(b"PATH="))

@@ -12,8 +12,11 @@ use strument_sandbox::spawn::Spawn;
 use strument_sandbox::tripwire::Change;
 use strument_sandbox::{ApplyError, DenialLogError, Report, SessionError};
 
+use strument_sandbox::refusals::{self, Refusal};
+
 use crate::forward::SignalForwarder;
-use crate::output::{report_lines, service_lines};
+use crate::output::{environment_lines, json_with, report_lines, service_lines};
+use crate::tail::{self, Tailing};
 use crate::{Failure, Roots, session_builder, status};
 
 /// The flags of `run` beyond the roots and the command.
@@ -54,9 +57,10 @@ pub(crate) fn cmd_run(
     // Blocked before the command starts, so no signal is lost in between.
     let mut forwarder = SignalForwarder::install()
         .map_err(|e| Failure::new(status::POLICY, format!("cannot block signals: {e}")))?;
+    let mut cmd = Command::new(program);
+    cmd.args(args);
+    let mut said = Vec::new();
     let finished = if options.explain_denials {
-        let mut cmd = Command::new(program);
-        cmd.args(args);
         let (finished, audited) = session
             .run_explaining_denials(&mut cmd, &mut forwarder)
             .map_err(|e| match e {
@@ -68,19 +72,38 @@ pub(crate) fn cmd_run(
             })?;
         print_denials(&audited, session.report());
         finished
-    } else {
-        // Started without `Command`: no copy of this process for the child
+    } else if !tail::wanted() {
+        // On a terminal nothing is passed through: the command starts
+        // without `Command`, with no copy of this process for the child
         // (`clone(CLONE_VM | CLONE_VFORK)`), everything built before.
         session
             .run_spawn(&Spawn::new(program).args(args), &mut forwarder)
             .map_err(|e| cannot_run(program, &e))?
+    } else {
+        // The command's standard error passed on with its end kept, so a
+        // failure can be explained from the paths it names.
+        let mut waiter = Tailing::new(&mut forwarder, Some(&mut cmd));
+        let finished = session
+            .run_waiting(&mut cmd, &mut waiter)
+            .map_err(|e| cannot_run(program, &e))?;
+        let said_last = waiter.finish();
+        if !finished.status.success() {
+            said = refusals::on_purpose(session.report(), &said_last);
+        }
+        finished
     };
     let code = exit_code(finished.status);
     if options.json {
-        eprintln!("{}", run_json(code, finished.status, &finished.changes));
+        eprintln!(
+            "{}",
+            run_json(code, finished.status, &finished.changes, &said)
+        );
     } else {
         for change in &finished.changes {
             eprintln!("strument-sandbox: {change}");
+        }
+        for refusal in &said {
+            eprintln!("strument-sandbox: {refusal}");
         }
     }
     Ok(code)
@@ -107,21 +130,18 @@ fn refused(e: SessionError) -> Failure {
 }
 
 /// `run --json`: how the command ended and what it changed that runs later.
-fn run_json(code: u8, status: ExitStatus, changes: &[Change]) -> Value {
+fn run_json(code: u8, status: ExitStatus, changes: &[Change], refused: &[Refusal]) -> Value {
     use std::os::unix::process::ExitStatusExt;
     // Each change with the line a person reads, as the tripwire prints it.
     let changes: Vec<Value> = changes
         .iter()
-        .map(|c| {
-            let mut v = json!(c);
-            v["line"] = json!(c.to_string());
-            v
-        })
+        .map(|c| json_with(c, "line", json!(c.to_string())))
         .collect();
     json!({
         "exit": code,
         "signal": status.signal(),
         "changes": changes,
+        "refused_on_purpose": refused,
     })
 }
 
@@ -134,7 +154,10 @@ fn print_warnings(report: &Report) {
 }
 
 fn print_report(report: &Report) {
-    for line in report_lines(report) {
+    for line in report_lines(report)
+        .into_iter()
+        .chain(environment_lines(report))
+    {
         eprintln!("strument-sandbox: {line}");
     }
 }

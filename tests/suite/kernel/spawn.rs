@@ -155,3 +155,51 @@ fn a_caller_with_other_threads_spawns_confined_children() {
     stop.store(true, std::sync::atomic::Ordering::Relaxed);
     busy.join().expect("the other thread ran on");
 }
+
+#[test]
+fn a_spawned_child_gets_the_same_environment_as_a_confined_command() {
+    let h = FakeHome::new();
+    let prepared = project_only(&h).prepare().expect("prepare");
+    let applied: Vec<_> = prepared
+        .environment()
+        .iter()
+        .filter(|s| s.applied())
+        .map(|s| format!("{}={}", s.variable, s.value.to_string_lossy()))
+        .collect();
+    assert!(
+        !applied.is_empty(),
+        "no session variable applies in this test's environment: nothing to compare"
+    );
+    let mut cmd = std::process::Command::new("env");
+    cmd.current_dir(&h.project);
+    prepared.confine(&mut cmd);
+    let by_command = cmd.output().expect("env through Command");
+    let mut spawned = Spawn::new("sh")
+        .args(["-c", "env > spawned-env.txt"])
+        .current_dir(&h.project)
+        .spawn(&prepared)
+        .expect("spawn");
+    assert!(spawned.wait().expect("wait").success());
+    let lines = |text: &str| {
+        let mut l: Vec<String> = text
+            .lines()
+            // The shell's own (its working directory, the last argument),
+            // and names it drops (`CARGO_BIN_EXE_strument-sandbox`).
+            .filter(|l| !l.starts_with("PWD=") && !l.starts_with("_=") && !l.starts_with("OLDPWD="))
+            .filter(|l| !l.split('=').next().is_some_and(|name| name.contains('-')))
+            .map(str::to_owned)
+            .collect();
+        l.sort();
+        l
+    };
+    let by_command = lines(&String::from_utf8_lossy(&by_command.stdout));
+    let by_spawn =
+        lines(&fs::read_to_string(h.project.join("spawned-env.txt")).expect("the child ran"));
+    for setting in &applied {
+        assert!(
+            by_spawn.contains(setting),
+            "{setting} missing from Spawn's child"
+        );
+    }
+    assert_eq!(by_spawn, by_command);
+}
