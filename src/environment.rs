@@ -211,12 +211,24 @@ pub(crate) fn settings_for(
             .filter(|dir| dir.is_absolute())
             .any(|dir| dir.join(tool).is_file())
     };
+    // Each tool asked about once, though several rows name it: the search
+    // of PATH and the project is a dozen calls a tool.
+    let asked: std::cell::RefCell<Vec<(&str, bool)>> = std::cell::RefCell::default();
+    let used = |tool: &'static str| {
+        let known = asked
+            .borrow()
+            .iter()
+            .find(|(t, _)| *t == tool)
+            .map(|(_, u)| *u);
+        known.unwrap_or_else(|| {
+            let used = in_use(tool, report, &on_path);
+            asked.borrow_mut().push((tool, used));
+            used
+        })
+    };
     TABLE
         .iter()
-        .filter(|row| {
-            row.only_with
-                .is_none_or(|tool| in_use(tool, report, &on_path))
-        })
+        .filter(|row| row.only_with.is_none_or(used))
         .filter_map(|row| {
             let in_session = matches!(row.value, Value::Session | Value::InSession { .. });
             let value = match row.value {
