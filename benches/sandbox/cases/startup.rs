@@ -78,7 +78,7 @@ pub fn run(bench: &Bench, config: &Config) -> Section {
         }),
         Variant::new(
             "spawn",
-            "library: `Spawn::spawn` on `true` (`clone(CLONE_VM | CLONE_VFORK)`)",
+            "library: `Spawn::spawn` on `true` (`clone` with `CLONE_VM` and `CLONE_VFORK`)",
             || {
                 let mut cmd = project.bare(t, &[]);
                 prepared.confine(&mut cmd);
