@@ -235,7 +235,7 @@ impl Policy {
                 }
             })?;
         }
-        let supervisor = Supervisor::start(connect_rules(&open)).map_err(ApplyError::Supervisor)?;
+        let supervisor = Supervisor::new(connect_rules(&open)).map_err(ApplyError::Supervisor)?;
         Ok(Prepared::new(
             report,
             availability,

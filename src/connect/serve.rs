@@ -295,10 +295,11 @@ fn read_exactly(tid: i32, at: u64, buf: &mut [u8]) -> Result<(), i32> {
 }
 
 /// A pidfd for the process thread `tid` belongs to: `pidfd_open` takes
-/// only a thread-group leader before Linux 6.9.
+/// only a thread-group leader (another thread: `EINVAL`, from Linux 6.9
+/// `ENOENT`).
 fn open_process(tid: i32) -> io::Result<OwnedFd> {
     match sys::pidfd_open(tid) {
-        Err(e) if e.raw_os_error() == Some(libc::EINVAL) => {
+        Err(e) if matches!(e.raw_os_error(), Some(libc::EINVAL | libc::ENOENT)) => {
             let status = std::fs::read_to_string(format!("/proc/{tid}/status"))?;
             let tgid = status
                 .lines()
