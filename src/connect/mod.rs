@@ -174,6 +174,13 @@ impl Shared {
         }
     }
 
+    /// Whether a socket file is allowed by its identity alone: named by
+    /// the policy, or bound inside.
+    fn known(&self, id: (u64, u64)) -> bool {
+        self.rules.socket_files.contains(&id)
+            || self.bound.lock().is_ok_and(|b| b.files.contains(&id))
+    }
+
     /// Records the socket file a performed bind made: `name` in `dir`,
     /// looked up without following a symlink.
     fn learn_file(&self, dir: &std::fs::File, name: &Path) {

@@ -264,6 +264,21 @@ pub(crate) fn still_waiting(listener: &OwnedFd, id: u64) -> bool {
     ret == 0
 }
 
+/// `SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP` (Linux 6.6): the kernel wakes the
+/// supervisor and the waiting thread as a pair, on one CPU, which halves a
+/// notification's round trip. Older kernels refuse it; nothing else changes.
+pub(crate) fn prefer_sync_wake_up(listener: &OwnedFd) {
+    const SYNC_WAKE_UP: u64 = 1;
+    // SAFETY: the kernel reads one u64 flag value (passed by value).
+    unsafe {
+        libc::ioctl(
+            listener.as_raw_fd(),
+            libc::SECCOMP_IOCTL_NOTIF_SET_FLAGS,
+            SYNC_WAKE_UP,
+        );
+    }
+}
+
 /// `pidfd_open(pid, 0)`.
 pub(crate) fn pidfd_open(pid: i32) -> io::Result<OwnedFd> {
     // SAFETY: integers only.
