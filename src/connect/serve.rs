@@ -235,7 +235,7 @@ impl Work {
         }
         let outcome = self.perform(true);
         if let (Ok(_), Some((dir, name))) = (&outcome, &self.bind_into) {
-            shared.learn_file(dir, name);
+            shared.learn_file(self.socket.as_fd(), dir, name);
         }
         if outcome.is_ok() && self.call == Call::Bind && self.bind_into.is_none() {
             if let Ok(local) = sys::local_address(self.socket.as_fd()) {
