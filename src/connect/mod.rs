@@ -133,7 +133,7 @@ impl fmt::Display for RefusedConnect {
         match self.service {
             Some(kind) => write!(
                 f,
-                "{} at {} (it {})",
+                "{} at {}, which {}",
                 kind.name(),
                 self.target,
                 kind.allows()
