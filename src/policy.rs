@@ -135,8 +135,9 @@ impl Policy {
     /// forked before the process restricts itself, decides each `connect`,
     /// `bind` and addressed `sendto` of this process and its children and
     /// performs the allowed ones (the connect supervisor, see
-    /// `doc/security.md`); from ABI 6 and 9 the kernel refuses the same a
-    /// second time. The helper ends when the last confined process does.
+    /// `doc/security.md`); from ABI 6 and 9 the kernel guards the same
+    /// sockets for what the supervisor does not see (a datagram sent with
+    /// `sendmsg`). The helper ends when the last confined process does.
     ///
     /// # Errors
     ///
