@@ -181,6 +181,8 @@ impl std::fmt::Display for Advice {
 #[derive(Debug)]
 #[non_exhaustive]
 pub struct Audited {
+    /// The command's pid, for [`Prepared::refused_connects`](crate::Prepared::refused_connects).
+    pub command: u32,
     /// How the command ended.
     pub status: ExitStatus,
     /// The refused accesses whose records arrived, in order.
@@ -202,6 +204,7 @@ pub(crate) fn status_with_denials(
     availability: &Availability,
     ruleset: &Arc<OwnedFd>,
     filter: &TerminalFilter,
+    connect: crate::connect::ChildHook,
     cmd: &mut Command,
     waiter: &mut dyn Waiter,
 ) -> Result<Audited, DenialLogError> {
@@ -219,6 +222,7 @@ pub(crate) fn status_with_denials(
         cmd,
         Arc::clone(ruleset),
         filter.clone(),
+        connect,
         sys::RESTRICT_SELF_LOG_NEW_EXEC_ON,
     );
     let mut child = waiter.spawn(cmd).map_err(DenialLogError::Spawn)?;
@@ -366,6 +370,7 @@ impl Log {
     fn finish(self, status: ExitStatus) -> Audited {
         let domain = self.domain;
         Audited {
+            command: self.pid.parse().unwrap_or(0),
             status,
             denials: self
                 .accesses

@@ -6,6 +6,7 @@ use std::os::fd::{OwnedFd, RawFd};
 use std::process::Command;
 use std::sync::Arc;
 
+use crate::connect::{RefusedConnect, Supervisor};
 use crate::denials::{self, Audited};
 use crate::environment::{self, Setting};
 use crate::error::{ApplyError, DenialLogError};
@@ -31,11 +32,18 @@ pub struct Prepared {
     keep_fds: Vec<RawFd>,
     /// The environment a confined command gets ([`crate::environment`]).
     environment: Vec<Setting>,
+    /// Decides every `connect` and `bind` of the children confined here.
+    connect: Arc<Supervisor>,
 }
 
 impl Prepared {
     /// A ruleset built for `report`, on the kernel its probe describes.
-    pub(crate) fn new(report: Report, ruleset: Arc<OwnedFd>, filter: TerminalFilter) -> Prepared {
+    pub(crate) fn new(
+        report: Report,
+        ruleset: Arc<OwnedFd>,
+        filter: TerminalFilter,
+        connect: Supervisor,
+    ) -> Prepared {
         let environment = environment::settings(&report);
         Prepared {
             report,
@@ -43,6 +51,7 @@ impl Prepared {
             filter,
             keep_fds: Vec::new(),
             environment,
+            connect: Arc::new(connect),
         }
     }
 
@@ -131,7 +140,9 @@ impl Prepared {
     /// `/proc/self/task` cannot be read to find out, and
     /// [`ApplyError::Restrict`] when the kernel refuses,
     /// [`ApplyError::TerminalFilter`] when the seccomp filter cannot be
-    /// installed. Writes are unconfined after any error.
+    /// installed, [`ApplyError::Supervisor`] when the connect supervisor's
+    /// helper process cannot be started or its filter installed. Writes are
+    /// unconfined after any error.
     ///
     /// # Examples
     ///
@@ -153,22 +164,38 @@ impl Prepared {
             }
             0
         };
-        sys::restrict_self(&self.ruleset, flags, &self.filter).map_err(|e| match e {
-            sys::RestrictError::Landlock(e) => ApplyError::Restrict(e),
-            sys::RestrictError::Seccomp(e) => ApplyError::TerminalFilter(e),
-        })?;
+        // Connections are decided by a helper process forked now, while
+        // this process is still unconfined.
+        let helper = self
+            .connect
+            .start_helper()
+            .map_err(ApplyError::Supervisor)?;
+        sys::restrict_self(&self.ruleset, flags, &self.filter, Some(&helper)).map_err(
+            |e| match e {
+                sys::RestrictError::Landlock(e) => ApplyError::Restrict(e),
+                sys::RestrictError::Seccomp(e) => ApplyError::TerminalFilter(e),
+                sys::RestrictError::Supervisor(e) => ApplyError::Supervisor(e),
+            },
+        )?;
         Ok(self.report)
     }
 
     /// Makes `cmd` confine its own child process just before `exec`,
     /// leaving the caller unconfined. Between `fork` and `exec` the child
     /// performs only async-signal-safe syscalls (`prctl`, `seccomp` with
-    /// the terminal filter built here, `landlock_restrict_self` on the
-    /// descriptor opened here, then `close_range` marking every descriptor
-    /// above 2 close-on-exec but those kept, see [`Prepared::keep_fds`]), so
-    /// this is safe in a multi-threaded caller. If any fails the command does
-    /// not run and spawning it returns the error. The command also gets
+    /// the terminal filter and the connect supervisor's filter built here,
+    /// `sendmsg` of the supervisor's listener to a thread of this process,
+    /// `landlock_restrict_self` on the descriptor opened here, then
+    /// `close_range` marking every descriptor above 2 close-on-exec but
+    /// those kept, see [`Prepared::keep_fds`]), so this is safe in a
+    /// multi-threaded caller, and works for a `tokio::process::Command`
+    /// through `as_std_mut`. If any fails the command does not run and
+    /// spawning it returns the error. The command also gets
     /// [`Prepared::environment`] (see [`Prepared::set_environment`]).
+    ///
+    /// The command and everything it starts reach unix sockets only
+    /// through the connect supervisor, a thread of this process:
+    /// [`Prepared::refused_connects`] says what it refused.
     ///
     /// # Examples
     ///
@@ -185,9 +212,40 @@ impl Prepared {
         // Without the session directory the tools keep their defaults,
         // which the rest of the sandbox still confines.
         let _ = self.set_environment(cmd);
-        sys::confine_before_exec(cmd, Arc::clone(&self.ruleset), self.filter.clone());
-        // A separate step, after confining: see Prepared::keep_fds.
-        fds::keep_only(cmd, &self.keep_fds);
+        match self.connect.hook() {
+            Ok(hook) => {
+                sys::confine_before_exec(cmd, Arc::clone(&self.ruleset), self.filter.clone(), hook);
+                // A separate step, after confining: see Prepared::keep_fds.
+                fds::keep_only(cmd, &self.keep_fds);
+            }
+            // Without the supervisor nothing may run: spawning fails.
+            Err(e) => sys::fail_before_exec(cmd, e.raw_os_error().unwrap_or(libc::EIO)),
+        }
+    }
+
+    /// The connections the connect supervisor refused the command with pid
+    /// `command` (and the processes it started), taken: a second call
+    /// returns only newer ones. Complete once the command has been waited
+    /// for: each refusal is recorded before the refused call returns.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// use std::process::Command;
+    /// let prepared = strument_sandbox::Policy { writable: vec!["/tmp".into()], ..Default::default() }.prepare()?;
+    /// let mut cmd = Command::new("tmux");
+    /// cmd.arg("ls");
+    /// prepared.confine(&mut cmd);
+    /// let mut child = cmd.spawn()?;
+    /// child.wait()?;
+    /// for refused in prepared.refused_connects(child.id()) {
+    ///     eprintln!("strument-sandbox: {refused}");
+    /// }
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    #[must_use]
+    pub fn refused_connects(&self, command: u32) -> Vec<RefusedConnect> {
+        self.connect.take_refused(command)
     }
 
     /// Runs `cmd` confined, as [`Prepared::confine`] does, with the kernel
@@ -257,6 +315,7 @@ impl Prepared {
             &self.report.landlock,
             &self.ruleset,
             &self.filter,
+            self.connect.hook().map_err(DenialLogError::Spawn)?,
             cmd,
             waiter,
         )

@@ -25,6 +25,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, ExitStatus};
 use std::sync::{Mutex, PoisonError};
 
+use crate::connect::RefusedConnect;
 use crate::denials::Audited;
 use crate::error::{DenialLogError, SessionError};
 use crate::git::GitLayout;
@@ -99,6 +100,9 @@ pub struct Finished {
     /// session's last report: by this command, or by another one running
     /// at the same time.
     pub changes: Vec<Change>,
+    /// The sockets and local addresses the connect supervisor refused it
+    /// (and the processes it started), one entry a target.
+    pub refused: Vec<RefusedConnect>,
 }
 
 impl Session {
@@ -242,6 +246,7 @@ impl Session {
         Ok(Finished {
             status,
             changes: self.changes(),
+            refused: self.prepared.refused_connects(child.id()),
         })
     }
 
@@ -275,6 +280,7 @@ impl Session {
         let finished = Finished {
             status: audited.status,
             changes: self.changes(),
+            refused: self.prepared.refused_connects(audited.command),
         };
         Ok((finished, audited))
     }
@@ -433,7 +439,7 @@ impl SessionBuilder {
         let env = |name: &str| std::env::var_os(name);
         let (writable, git) =
             writable_from(project, self.state.as_deref(), &self.extra, &env, inputs)?;
-        let mut sockets = sockets_for(project, self.state.as_deref(), inputs.home.as_deref());
+        let mut sockets = sockets_for(project, self.state.as_deref());
         sockets.extend(
             self.sockets
                 .iter()

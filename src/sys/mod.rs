@@ -8,6 +8,7 @@ mod confine;
 mod fds;
 mod fs;
 mod landlock;
+mod notify;
 mod process;
 mod seccomp;
 
@@ -16,4 +17,5 @@ pub(crate) use confine::*;
 pub(crate) use fds::*;
 pub(crate) use fs::*;
 pub(crate) use landlock::*;
+pub(crate) use notify::*;
 pub(crate) use process::*;

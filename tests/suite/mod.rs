@@ -23,6 +23,7 @@ mod roles;
 mod routes;
 mod scenarios;
 mod simulated;
+mod supervisor;
 mod support;
 mod through;
 mod tripwire;

@@ -8,13 +8,12 @@ use std::process::{Command, ExitStatus};
 
 use serde_json::{Value, json};
 use strument_sandbox::denials::{Advice, Audited};
-use strument_sandbox::tripwire::Change;
-use strument_sandbox::{ApplyError, DenialLogError, Report, SessionError};
+use strument_sandbox::{ApplyError, DenialLogError, Finished, Report, SessionError};
 
 use strument_sandbox::refusals::{self, Refusal};
 
 use crate::forward::SignalForwarder;
-use crate::output::{environment_lines, json_with, report_lines, service_lines};
+use crate::output::{environment_lines, json_with, report_lines};
 use crate::tail::{self, Tailing};
 use crate::{Failure, Roots, session_builder, status};
 
@@ -47,11 +46,7 @@ pub(crate) fn cmd_run(
         }
         print_report(session.report());
     } else {
-        let report = session.report();
-        print_warnings(report);
-        for line in service_lines(&report.reachable_services) {
-            eprintln!("strument-sandbox: {line}");
-        }
+        print_warnings(session.report());
     }
     // Blocked before the command starts, so no signal is lost in between.
     let mut forwarder = SignalForwarder::install()
@@ -86,11 +81,12 @@ pub(crate) fn cmd_run(
     };
     let code = exit_code(finished.status);
     if options.json {
-        eprintln!(
-            "{}",
-            run_json(code, finished.status, &finished.changes, &said)
-        );
+        eprintln!("{}", run_json(code, &finished, &said));
     } else {
+        // One line a socket refused, after the command's own output.
+        for refused in &finished.refused {
+            eprintln!("strument-sandbox: {refused}");
+        }
         for change in &finished.changes {
             eprintln!("strument-sandbox: {change}");
         }
@@ -122,18 +118,33 @@ fn refused(e: SessionError) -> Failure {
 }
 
 /// `run --json`: how the command ended and what it changed that runs later.
-fn run_json(code: u8, status: ExitStatus, changes: &[Change], refused: &[Refusal]) -> Value {
+fn run_json(code: u8, finished: &Finished, said: &[Refusal]) -> Value {
     use std::os::unix::process::ExitStatusExt;
     // Each change with the line a person reads, as the tripwire prints it.
-    let changes: Vec<Value> = changes
+    let refused: Vec<Value> = finished
+        .refused
+        .iter()
+        .map(|r| {
+            json!({
+                "target": r.target.to_string(),
+                "service": r.service.map(|s| s.name()),
+                "attempts": r.attempts,
+                "allow_with": r.allow_with(),
+                "detail": r.to_string(),
+            })
+        })
+        .collect();
+    let changes: Vec<Value> = finished
+        .changes
         .iter()
         .map(|c| json_with(c, "line", json!(c.to_string())))
         .collect();
     json!({
         "exit": code,
-        "signal": status.signal(),
+        "signal": finished.status.signal(),
         "changes": changes,
-        "refused_on_purpose": refused,
+        "refused_on_purpose": said,
+        "refused_connects": refused,
     })
 }
 
