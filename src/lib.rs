@@ -39,7 +39,7 @@
 //! `/sandbox` view from them.
 //!
 //! Errors live in one place ([`PolicyError`], [`ApplyError`],
-//! [`ProbeError`], [`ExplainError`], [`DenialLogError`]); each has
+//! [`ProbeError`], [`ExplainError`], [`TraceError`]); each has
 //! `hint()`, what a person can do about it. Every enum a program reads has
 //! `name()`, a short stable string.
 //!
@@ -77,8 +77,8 @@ mod tripwire;
 mod writable;
 
 pub use abi::Feature;
-pub use denials::{Advice, Audited, Denial};
-pub use error::{ApplyError, DenialLogError, ExplainError, PolicyError, ProbeError};
+pub use denials::{Denial, DeniedPath, Denied, MAX_DENIALS, Operation, RefusedBy};
+pub use error::{ApplyError, ExplainError, PolicyError, ProbeError, TraceError};
 pub use explain::{Explanation, Verdict};
 pub use policy::Policy;
 pub use prepared::Prepared;

@@ -11,7 +11,7 @@ use std::path::Path;
 use serde::ser::{Serialize, SerializeStruct as _, Serializer};
 
 use crate::abi::Feature;
-use crate::denials::{Advice, Denial};
+use crate::denials::{Denial, DeniedPath, Operation, RefusedBy};
 use crate::error::ProbeError;
 use crate::explain::{Explanation, Verdict};
 use crate::probe::{Availability, Limitation};
@@ -58,6 +58,8 @@ by_name!(
     SocketReason,
     ChangeKind,
     Feature,
+    Operation,
+    RefusedBy,
 );
 
 /// Types that serialize as the sentence a person reads.
@@ -71,7 +73,7 @@ macro_rules! by_display {
     )*};
 }
 
-by_display!(Warning, Advice);
+by_display!(Warning);
 
 /// Types that serialize as an object: each field a key and an expression
 /// of `$this`, the value.
@@ -190,10 +192,22 @@ object! {
         "line": c.to_string(),
     }
     Denial => |d| {
-        "blockers": d.blockers,
-        "what": d.what(),
-        "path": lossy_opt(d.path.as_deref()),
-        "record": d.record,
+        "operation": d.operation,
+        "syscall": d.syscall,
+        "errno": d.errno,
+        "program": d.program,
+        "paths": d.paths,
+        "refused_by": d.refused_by,
+        "allow": d.allow().into_iter().map(lossy).collect::<Vec<_>>(),
+        "count": d.count,
+        "line": d.to_string(),
+    }
+    DeniedPath => |p| {
+        "given": lossy(&p.given),
+        "absolute": lossy_opt(p.absolute.as_deref()),
+        "explanation": p.explanation.as_ref().ok(),
+        "error": p.explanation.as_ref().err(),
+        "permitted": p.permitted,
     }
 }
 

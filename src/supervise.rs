@@ -10,7 +10,7 @@ use std::time::Duration;
 use crate::sys::{self, ChildState, SignalAction, SignalInfo, SignalSet};
 
 /// The signals a waiting process passes on to its command.
-const FORWARDED: [libc::c_int; 4] = [libc::SIGINT, libc::SIGTERM, libc::SIGHUP, libc::SIGQUIT];
+pub(crate) const FORWARDED: [libc::c_int; 4] = [libc::SIGINT, libc::SIGTERM, libc::SIGHUP, libc::SIGQUIT];
 
 /// `si_code` of a signal the kernel itself sent: the terminal's Ctrl-C,
 /// Ctrl-\ and hangup, sent to the whole foreground process group.
@@ -217,7 +217,7 @@ impl Drop for SignalForwarder {
 }
 
 /// Passes a signal the waiting process took on to the command `pid`.
-fn forward(pid: libc::pid_t, info: SignalInfo) {
+pub(crate) fn forward(pid: libc::pid_t, info: SignalInfo) {
     if should_forward(pid, info) {
         // ESRCH: it ended meanwhile, and the next waitpid reaps it.
         let _ = sys::kill(pid, info.signal);

@@ -70,21 +70,7 @@ pub(crate) fn restrict_self(
 /// Arranges for `cmd`'s child to enforce the ruleset `fd` and the terminal
 /// filter on itself between `fork` and `exec`. The parent stays unconfined.
 pub(crate) fn confine_before_exec(cmd: &mut Command, fd: Arc<OwnedFd>, filter: TerminalFilter) {
-    confine_before_exec_with(cmd, fd, filter, 0);
-}
-
-/// `LANDLOCK_RESTRICT_SELF_LOG_NEW_EXEC_ON` (ABI 7): keep logging refused
-/// accesses to the audit log after `execve`, where the kernel stops by default.
-pub(crate) const RESTRICT_SELF_LOG_NEW_EXEC_ON: u32 = 1 << 1;
-
-/// As [`confine_before_exec`], with `landlock_restrict_self` flags.
-pub(crate) fn confine_before_exec_with(
-    cmd: &mut Command,
-    fd: Arc<OwnedFd>,
-    filter: TerminalFilter,
-    flags: u32,
-) {
-    let hook = move || restrict_self(&fd, flags, &filter).map_err(io::Error::from);
+    let hook = move || restrict_self(&fd, 0, &filter).map_err(io::Error::from);
     // SAFETY: the hook runs in the forked child and only performs three
     // async-signal-safe syscalls (prctl, seccomp, landlock_restrict_self)
     // on a descriptor and a program built by the parent; building an

@@ -30,6 +30,24 @@ pub(crate) fn default_disposition(signal: libc::c_int) -> io::Result<SignalActio
     }
 }
 
+/// Gives SIGCHLD its default disposition with `SA_NOCLDSTOP`: raised when
+/// a child ends, not each time one stops (a traced child stops twice for
+/// every traced call). Returns the disposition it had.
+pub(crate) fn no_child_stop_signals() -> io::Result<SignalAction> {
+    // SAFETY: sigaction is plain data; all-zero is SIG_DFL with an empty mask.
+    let mut quiet: libc::sigaction = unsafe { std::mem::zeroed() };
+    quiet.sa_flags = libc::SA_NOCLDSTOP;
+    // SAFETY: as above, written by the kernel.
+    let mut old: libc::sigaction = unsafe { std::mem::zeroed() };
+    // SAFETY: both pointers are valid sigaction structs for the call.
+    let ret = unsafe { libc::sigaction(libc::SIGCHLD, &raw const quiet, &raw mut old) };
+    if ret == 0 {
+        Ok(SignalAction(old))
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
 /// Gives `signal` back the disposition `action` (from
 /// [`default_disposition`]).
 pub(crate) fn restore_disposition(signal: libc::c_int, action: &SignalAction) {

@@ -25,8 +25,8 @@ pub(crate) mod status {
     pub const UNAVAILABLE: u8 = 3;
     /// The policy could not be built or enforced (bad path, threads, kernel refusal).
     pub const POLICY: u8 = 4;
-    /// `run --explain-denials`: refused writes cannot be read here; nothing ran.
-    pub const NO_DENIAL_LOG: u8 = 5;
+    /// `run --explain-denials`: the command cannot be traced here; nothing ran.
+    pub const CANNOT_TRACE: u8 = 5;
     /// The command exists but could not be executed.
     pub const CANNOT_EXECUTE: u8 = 126;
     /// The command was not found.
@@ -63,7 +63,8 @@ Exit status:
   3    Landlock unavailable: `probe` found none, `run` refused and ran nothing
   4    the policy could not be built or enforced, a path cannot be resolved, or `run`
        was started in the home directory (or above it) without --project; nothing ran
-  5    `run --explain-denials`: refused writes cannot be read here; nothing ran
+  5    `run --explain-denials`: the command cannot be traced here (ptrace refused, or
+       `run` itself is being traced); nothing ran
   126  the command could not be executed
   127  the command was not found
 A command's own status may be any of these too: with `run --json`, the JSON line that

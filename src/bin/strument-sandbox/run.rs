@@ -8,7 +8,7 @@ use std::process::Command;
 
 use serde_json::{Value, json};
 use strument_sandbox::{
-    Advice, Change, DenialLogError, Prepared, Report, SignalForwarder, Snapshot,
+    Change, Denial, Prepared, RefusedBy, Report, SignalForwarder, Snapshot, TraceError,
     create_missing_caches,
 };
 
@@ -61,8 +61,11 @@ pub(crate) fn cmd_run(
     // Blocked before the command starts, so no signal is lost in between.
     let forwarder = SignalForwarder::install()
         .map_err(|e| Failure::new(status::POLICY, format!("cannot block signals: {e}")))?;
+    let mut denials = None;
     let status = if options.explain_denials {
-        run_explaining_denials(&prepared, &forwarder, program, args)?
+        let (status, explained) = run_explaining_denials(&prepared, &forwarder, program, args)?;
+        denials = Some(explained);
+        status
     } else {
         let mut cmd = Command::new(program);
         cmd.args(args);
@@ -77,7 +80,7 @@ pub(crate) fn cmd_run(
     let changes = before.changes();
     let code = exit_code(status);
     if options.json {
-        eprintln!("{}", run_json(code, status, &changes));
+        eprintln!("{}", run_json(code, status, &changes, denials.as_deref()));
     } else {
         for change in &changes {
             eprintln!("strument-sandbox: {change}");
@@ -86,14 +89,24 @@ pub(crate) fn cmd_run(
     Ok(code)
 }
 
-/// `run --json`: how the command ended and what it changed that runs later.
-fn run_json(code: u8, status: std::process::ExitStatus, changes: &[Change]) -> Value {
+/// `run --json`: how the command ended, what it changed that runs later,
+/// and with `--explain-denials` the writes it was refused.
+fn run_json(
+    code: u8,
+    status: std::process::ExitStatus,
+    changes: &[Change],
+    denials: Option<&[Denial]>,
+) -> Value {
     use std::os::unix::process::ExitStatusExt;
-    json!({
+    let mut v = json!({
         "exit": code,
         "signal": status.signal(),
         "changes": changes,
-    })
+    });
+    if let Some(denials) = denials {
+        v["denials"] = json!(denials);
+    }
+    v
 }
 
 /// Loud even without -v: a `/` root confines nothing, a writable home
@@ -148,55 +161,45 @@ fn cannot_run(program: &OsString, err: &io::Error) -> Failure {
     }
 }
 
-/// `run --explain-denials`: the command runs as a child, and afterwards
-/// each refused access is printed with the root that would grant it.
+/// At most this many refused writes are printed; `--json` lists them all.
+const SHOWN_DENIALS: usize = 20;
+
+/// `run --explain-denials`: the command runs as a traced child, and
+/// afterwards each write it was refused is printed with what would grant it.
 fn run_explaining_denials(
     prepared: &Prepared,
     forwarder: &SignalForwarder,
     program: &OsString,
     args: &[OsString],
-) -> Result<std::process::ExitStatus, Failure> {
-    let audited = prepared
+) -> Result<(std::process::ExitStatus, Vec<Denial>), Failure> {
+    let denied = prepared
         .status_with_denials_forwarding(Command::new(program).args(args), forwarder)
         .map_err(|e| match e {
-            DenialLogError::Spawn(err) => cannot_run(program, &err),
+            TraceError::Spawn(err) => cannot_run(program, &err),
             e => Failure::new(
-                status::NO_DENIAL_LOG,
+                status::CANNOT_TRACE,
                 format!("--explain-denials: {e}; nothing ran; {}", e.hint()),
             ),
         })?;
-    for denial in &audited.denials {
-        let what = denial.what();
-        let on = if denial.in_directory() { "in" } else { "on" };
-        let (Some(path), Some(advice)) = (&denial.path, denial.advice(prepared.report())) else {
-            eprintln!("strument-sandbox: refused {what}: {}", denial.record);
-            continue;
-        };
-        let advice = match advice {
-            Advice::Allow(allow) => format!(
-                "no root grants it; to allow it: --allow {}",
-                allow.display()
-            ),
-            other => other.to_string(),
-        };
+    for denial in denied.denials.iter().take(SHOWN_DENIALS) {
+        eprintln!("strument-sandbox: {denial}");
+    }
+    let by_sandbox = |d: &&Denial| {
+        matches!(
+            d.refused_by,
+            RefusedBy::Sandbox | RefusedBy::SandboxMove
+        )
+    };
+    let hidden = denied.denials.len().saturating_sub(SHOWN_DENIALS) as u64 + denied.dropped;
+    if hidden > 0 {
         eprintln!(
-            "strument-sandbox: refused {what} {on} {}: {advice}",
-            path.display()
+            "strument-sandbox: … and {hidden} more refused writes (--json lists the first {})",
+            strument_sandbox::MAX_DENIALS
         );
+    } else if !denied.denials.iter().any(|d| by_sandbox(&d)) {
+        eprintln!("strument-sandbox: the sandbox refused no write");
     }
-    let logged = audited.denials.len() as u64;
-    match audited.refused {
-        Some(total) if total > logged => eprintln!(
-            "strument-sandbox: {} more refused accesses were not logged",
-            total - logged
-        ),
-        _ if audited.lost => {
-            eprintln!("strument-sandbox: some audit records were lost: the list may be incomplete");
-        }
-        _ if logged == 0 => eprintln!("strument-sandbox: no access was refused"),
-        _ => {}
-    }
-    Ok(audited.status)
+    Ok((denied.status, denied.denials))
 }
 
 /// The shell's convention: the exit code, or 128 + the signal.
