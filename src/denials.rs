@@ -241,29 +241,38 @@ impl std::fmt::Display for Denial {
     /// One line: what was refused, the call as made, and why or what to
     /// allow.
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let shown = |p: &DeniedPath| p.absolute.as_ref().unwrap_or(&p.given).display().to_string();
+        let shown = |p: &DeniedPath| {
+            p.absolute
+                .as_ref()
+                .unwrap_or(&p.given)
+                .display()
+                .to_string()
+        };
         let targets: Vec<String> = self.paths.iter().map(shown).collect();
-        let joiner = if self.operation == Operation::Link { " as " } else { " to " };
-        write!(f, "refused {} {}", self.operation.describe(), targets.join(joiner))?;
-        let given: Vec<String> = self
-            .paths
-            .iter()
-            .map(|p| {
-                let g = format!("{:?}", p.given);
-                match &p.absolute {
-                    Some(a) if a != &p.given => format!("{g} in {}", a.parent().unwrap_or(a).display()),
-                    _ => g,
-                }
-            })
-            .collect();
+        let joiner = if self.operation == Operation::Link {
+            " as "
+        } else {
+            " to "
+        };
         write!(
             f,
-            " ({}: {} {}, {})",
-            self.program,
-            self.syscall,
-            given.join(", "),
-            self.errno_name()
+            "refused {} {}",
+            self.operation.describe(),
+            targets.join(joiner)
         )?;
+        // The paths as given, where they differ from the absolute ones above.
+        let mut call = format!("{}: {}", self.program, self.syscall);
+        for p in &self.paths {
+            match &p.absolute {
+                Some(a) if a == &p.given => {}
+                Some(a) => {
+                    let dir = a.parent().unwrap_or(a);
+                    call.push_str(&format!(" {:?} in {}", p.given, dir.display()));
+                }
+                None => call.push_str(&format!(" {:?}", p.given)),
+            }
+        }
+        write!(f, " ({call}, {})", self.errno_name())?;
         match self.refused_by {
             RefusedBy::Sandbox => {
                 let mut first = true;
@@ -304,42 +313,29 @@ impl std::fmt::Display for Denial {
                 }
             }
             RefusedBy::SandboxMove => {
-                let roots: Vec<String> = self
-                    .paths
-                    .iter()
-                    .filter_map(|p| match &p.explanation {
-                        Ok(Explanation {
-                            verdict: Verdict::Granted(root),
-                            ..
-                        }) => Some(root.path.display().to_string()),
-                        _ => None,
-                    })
-                    .collect();
-                write!(
-                    f,
-                    ": both ends are writable (granted by {}), but the sandbox refuses \
-                     this move: Landlock ABI 1 refuses every move to another directory, \
-                     later ABIs one that would give the file rights it lacked",
-                    roots.join(" and ")
-                )?;
+                let roots = granting_roots(&self.paths);
+                if roots.len() == 1 {
+                    write!(
+                        f,
+                        ": both ends are writable (granted by {}), but Landlock ABI 1 refuses \
+                         every move to another directory (Linux 5.19, ABI 2, lifts it)",
+                        roots.join(" and ")
+                    )?;
+                } else {
+                    write!(
+                        f,
+                        ": both ends are writable (granted by {}), but the sandbox lets a \
+                         file move between roots only where it gains no rights",
+                        roots.join(" and ")
+                    )?;
+                }
             }
             RefusedBy::FileSystem => {
-                let roots: Vec<String> = self
-                    .paths
-                    .iter()
-                    .filter_map(|p| match &p.explanation {
-                        Ok(Explanation {
-                            verdict: Verdict::Granted(root),
-                            ..
-                        }) => Some(root.path.display().to_string()),
-                        _ => None,
-                    })
-                    .collect();
                 write!(
                     f,
                     ": not the sandbox ({} grants it): the file system itself refused \
                      (permissions, a read-only mount, an immutable file)",
-                    roots.join(" and ")
+                    granting_roots(&self.paths).join(" and ")
                 )?;
             }
             RefusedBy::Unknown => {
@@ -356,6 +352,24 @@ impl std::fmt::Display for Denial {
         }
         Ok(())
     }
+}
+
+/// The roots granting `paths`, each named once.
+fn granting_roots(paths: &[DeniedPath]) -> Vec<String> {
+    let mut roots: Vec<String> = Vec::new();
+    for p in paths {
+        if let Ok(Explanation {
+            verdict: Verdict::Granted(root),
+            ..
+        }) = &p.explanation
+        {
+            let root = root.path.display().to_string();
+            if !roots.contains(&root) {
+                roots.push(root);
+            }
+        }
+    }
+    roots
 }
 
 /// What [`Prepared::status_with_denials`](crate::Prepared::status_with_denials)
@@ -528,7 +542,7 @@ fn untraceable() -> Option<String> {
     let scope = std::fs::read_to_string("/proc/sys/kernel/yama/ptrace_scope").ok()?;
     match scope.trim() {
         "3" => Some("ptrace is disabled on this machine (kernel.yama.ptrace_scope = 3)".into()),
-        // SAFETY-free: geteuid via sys would do; root has CAP_SYS_PTRACE.
+        // Root has CAP_SYS_PTRACE.
         "2" if sys::uid() != 0 => Some(
             "ptrace needs CAP_SYS_PTRACE on this machine (kernel.yama.ptrace_scope = 2)".into(),
         ),
@@ -570,7 +584,10 @@ pub(crate) fn status_with_denials(
     // SIGTSTP blocked in both threads while the command runs: Ctrl-Z stops
     // the command, and this process follows once it has (below), so that
     // no stop signal is left half-delivered to a tracee.
-    let quiet = forwarder.map(|_| QuietStops::install()).transpose().map_err(TraceError::Wait)?;
+    let quiet = forwarder
+        .map(|_| QuietStops::install())
+        .transpose()
+        .map_err(TraceError::Wait)?;
     let raw = std::thread::scope(|scope| {
         let (spawned_tx, spawned_rx) = std::sync::mpsc::channel();
         let collector = &mut collector;
@@ -610,7 +627,7 @@ pub(crate) fn status_with_denials(
         });
         if forwarder.is_some() {
             if let Ok(Some(pid)) = spawned_rx.recv() {
-                forward_until_done(pid, &shared, &done);
+                forward_until_done(pid, shared, done);
             }
         }
         tracer
@@ -730,12 +747,26 @@ mod tests {
         .check()
         .expect("check");
         // Outside every root: the sandbox, and the smallest --allow.
-        let d = judge(&report, 7, failed("mkdirat", libc::EACCES, &[&out.join("x")])).expect("a denial");
+        let d = judge(
+            &report,
+            7,
+            failed("mkdirat", libc::EACCES, &[&out.join("x")]),
+        )
+        .expect("a denial");
         assert_eq!(d.refused_by, RefusedBy::Sandbox);
         assert_eq!(d.allow(), [out.as_path()]);
-        assert!(d.to_string().contains(&format!("--allow {}", out.display())), "{d}");
+        assert!(
+            d.to_string()
+                .contains(&format!("--allow {}", out.display())),
+            "{d}"
+        );
         // Inside a root: not the sandbox.
-        let d = judge(&report, 7, failed("mkdirat", libc::EACCES, &[&root.join("x")])).expect("a denial");
+        let d = judge(
+            &report,
+            7,
+            failed("mkdirat", libc::EACCES, &[&root.join("x")]),
+        )
+        .expect("a denial");
         assert_eq!(d.refused_by, RefusedBy::FileSystem);
         assert!(d.allow().is_empty());
         // EXDEV within one root is a mount boundary, not a refusal, except
@@ -774,7 +805,11 @@ mod tests {
             dropped: 0,
         };
         for _ in 0..3 {
-            c.add(failed("mkdirat", libc::EACCES, &[Path::new("/no-such-dir/x")]));
+            c.add(failed(
+                "mkdirat",
+                libc::EACCES,
+                &[Path::new("/no-such-dir/x")],
+            ));
         }
         assert_eq!(c.denials.len(), 1);
         assert_eq!(c.denials[0].count, 3);

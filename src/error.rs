@@ -4,7 +4,6 @@
 use std::io;
 use std::path::PathBuf;
 
-
 /// A writable root, or an input to [`default_writable`](crate::default_writable),
 /// that cannot be turned into a rule. The sandbox is never widened to make
 /// up for it: the caller gets this error instead.
@@ -339,7 +338,9 @@ impl ExplainError {
 pub enum TraceError {
     /// This architecture's system-call numbers are not known here, so no
     /// filter can pick out the writes. Nothing ran.
-    #[error("this architecture's system calls are not known here (x86-64, aarch64 and riscv64 are)")]
+    #[error(
+        "this architecture's system calls are not known here (x86-64, aarch64 and riscv64 are)"
+    )]
     Architecture,
     /// The command cannot be traced: this process is itself being traced
     /// (a process has one tracer), or `ptrace` is refused (Yama's
@@ -370,7 +371,9 @@ impl TraceError {
                 "run without --explain-denials, and ask in advance instead: \
                  `strument-sandbox explain PATH`"
             }
-            TraceError::Spawn(_) | TraceError::Wait(_) => "check the command's name and permissions",
+            TraceError::Spawn(_) | TraceError::Wait(_) => {
+                "check the command's name and permissions"
+            }
         }
     }
 }

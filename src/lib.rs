@@ -77,7 +77,7 @@ mod tripwire;
 mod writable;
 
 pub use abi::Feature;
-pub use denials::{Denial, DeniedPath, Denied, MAX_DENIALS, Operation, RefusedBy};
+pub use denials::{Denial, Denied, DeniedPath, MAX_DENIALS, Operation, RefusedBy};
 pub use error::{ApplyError, ExplainError, PolicyError, ProbeError, TraceError};
 pub use explain::{Explanation, Verdict};
 pub use policy::Policy;

@@ -10,7 +10,8 @@ use std::time::Duration;
 use crate::sys::{self, ChildState, SignalAction, SignalInfo, SignalSet};
 
 /// The signals a waiting process passes on to its command.
-pub(crate) const FORWARDED: [libc::c_int; 4] = [libc::SIGINT, libc::SIGTERM, libc::SIGHUP, libc::SIGQUIT];
+pub(crate) const FORWARDED: [libc::c_int; 4] =
+    [libc::SIGINT, libc::SIGTERM, libc::SIGHUP, libc::SIGQUIT];
 
 /// `si_code` of a signal the kernel itself sent: the terminal's Ctrl-C,
 /// Ctrl-\ and hangup, sent to the whole foreground process group.

@@ -114,15 +114,69 @@ const fn call(
 macro_rules! at_calls {
     () => {
         [
-            call(libc::SYS_openat, "openat", Operation::Write, &[at(0, 1)], Flags::Open(2)),
-            call(libc::SYS_openat2, "openat2", Operation::Write, &[at(0, 1)], Flags::OpenHow(2)),
-            call(libc::SYS_mkdirat, "mkdirat", Operation::MakeDir, &[at(0, 1)], Flags::None),
-            call(libc::SYS_mknodat, "mknodat", Operation::MakeNode, &[at(0, 1)], Flags::None),
-            call(libc::SYS_unlinkat, "unlinkat", Operation::Remove, &[at(0, 1)], Flags::Unlink(2)),
-            call(libc::SYS_renameat2, "renameat2", Operation::Rename, &[at(0, 1), at(2, 3)], Flags::None),
-            call(libc::SYS_linkat, "linkat", Operation::Link, &[at(0, 1), at(2, 3)], Flags::None),
-            call(libc::SYS_symlinkat, "symlinkat", Operation::Symlink, &[at(1, 2)], Flags::None),
-            call(libc::SYS_truncate, "truncate", Operation::Truncate, &[cwd(0)], Flags::None),
+            call(
+                libc::SYS_openat,
+                "openat",
+                Operation::Write,
+                &[at(0, 1)],
+                Flags::Open(2),
+            ),
+            call(
+                libc::SYS_openat2,
+                "openat2",
+                Operation::Write,
+                &[at(0, 1)],
+                Flags::OpenHow(2),
+            ),
+            call(
+                libc::SYS_mkdirat,
+                "mkdirat",
+                Operation::MakeDir,
+                &[at(0, 1)],
+                Flags::None,
+            ),
+            call(
+                libc::SYS_mknodat,
+                "mknodat",
+                Operation::MakeNode,
+                &[at(0, 1)],
+                Flags::None,
+            ),
+            call(
+                libc::SYS_unlinkat,
+                "unlinkat",
+                Operation::Remove,
+                &[at(0, 1)],
+                Flags::Unlink(2),
+            ),
+            call(
+                libc::SYS_renameat2,
+                "renameat2",
+                Operation::Rename,
+                &[at(0, 1), at(2, 3)],
+                Flags::None,
+            ),
+            call(
+                libc::SYS_linkat,
+                "linkat",
+                Operation::Link,
+                &[at(0, 1), at(2, 3)],
+                Flags::None,
+            ),
+            call(
+                libc::SYS_symlinkat,
+                "symlinkat",
+                Operation::Symlink,
+                &[at(1, 2)],
+                Flags::None,
+            ),
+            call(
+                libc::SYS_truncate,
+                "truncate",
+                Operation::Truncate,
+                &[cwd(0)],
+                Flags::None,
+            ),
         ]
     };
 }
@@ -158,7 +212,11 @@ const CALLS: &[Call] = &{
 #[cfg(target_arch = "riscv64")]
 const CALLS: &[Call] = &at_calls!();
 
-#[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64", target_arch = "riscv64")))]
+#[cfg(not(any(
+    target_arch = "x86_64",
+    target_arch = "aarch64",
+    target_arch = "riscv64"
+)))]
 const CALLS: &[Call] = &[];
 
 /// `AUDIT_ARCH_*` of the build's own convention, and whether its numbers
@@ -323,9 +381,18 @@ mod tests {
     #[test]
     fn only_write_shaped_calls_stop_for_the_tracer() {
         let (arch, _) = native().expect("a supported architecture");
-        let p = TraceFilter::new().expect("a supported architecture").program;
+        let p = TraceFilter::new()
+            .expect("a supported architecture")
+            .program;
         let openat = libc::SYS_openat as u64;
-        let read_only = [0, 0, libc::O_RDONLY as u64 | libc::O_CLOEXEC as u64, 0, 0, 0];
+        let read_only = [
+            0,
+            0,
+            libc::O_RDONLY as u64 | libc::O_CLOEXEC as u64,
+            0,
+            0,
+            0,
+        ];
         assert_eq!(run(&p, arch, openat, read_only), RET_ALLOW);
         for flags in [libc::O_WRONLY, libc::O_RDWR, libc::O_CREAT, libc::O_TRUNC] {
             let args = [0, 0, flags as u64, 0, 0, 0];
@@ -342,8 +409,14 @@ mod tests {
         #[cfg(target_arch = "x86_64")]
         {
             let open = libc::SYS_open as u64;
-            assert_eq!(run(&p, arch, open, [0, libc::O_RDONLY as u64, 0, 0, 0, 0]), RET_ALLOW);
-            assert_eq!(run(&p, arch, open, [0, libc::O_WRONLY as u64, 0, 0, 0, 0]), RET_TRACE);
+            assert_eq!(
+                run(&p, arch, open, [0, libc::O_RDONLY as u64, 0, 0, 0, 0]),
+                RET_ALLOW
+            );
+            assert_eq!(
+                run(&p, arch, open, [0, libc::O_WRONLY as u64, 0, 0, 0, 0]),
+                RET_TRACE
+            );
             // x32 numbers (bit 30) are not decoded.
             assert_eq!(run(&p, arch, 0x4000_0000 | 83, [0; 6]), RET_ALLOW);
         }
@@ -351,7 +424,9 @@ mod tests {
 
     #[test]
     fn every_jump_lands_inside_the_program() {
-        let p = TraceFilter::new().expect("a supported architecture").program;
+        let p = TraceFilter::new()
+            .expect("a supported architecture")
+            .program;
         for (at, i) in p.iter().enumerate() {
             let (code, jt, jf, _) = i.parts();
             if code != RET_K && code != LD_W_ABS {

@@ -172,15 +172,31 @@ fn take_over(root: libc::pid_t) -> io::Result<Option<libc::c_int>> {
         }
     }
     sys::seize(root)?;
-    // Ends the group-stop; the seized tracee reports it, and the loop
-    // resumes it.
+    // Seizing a stopped process traps it at once: take that stop here, or
+    // the loop would take it for a Ctrl-Z.
+    loop {
+        match sys::wait_tracee(root, 0)? {
+            Waited::Ended(_, status) => return Ok(Some(status)),
+            Waited::NoneLeft => return Err(io::Error::from_raw_os_error(libc::ECHILD)),
+            Waited::Stopped(_, _, sys::EVENT_STOP) => break,
+            Waited::Stopped(_, _, _) => sys::cont(root, 0)?,
+        }
+    }
+    // Ends the group-stop (its wake-up, and the SIGCONT itself, come back
+    // to the loop as one more stop each, which it resumes), then lets it run.
     sys::kill(root, libc::SIGCONT)?;
+    sys::cont(root, 0)?;
     Ok(None)
 }
 
 /// The failed call's paths and operation, read from the stopped tracee.
 /// `None` for an `openat2` that only read.
-fn read_failed(pid: libc::pid_t, call: &'static Call, args: &[u64; 6], errno: i32) -> Option<Failed> {
+fn read_failed(
+    pid: libc::pid_t,
+    call: &'static Call,
+    args: &[u64; 6],
+    errno: i32,
+) -> Option<Failed> {
     let operation = match call.flags {
         Flags::None => call.operation,
         // The filter stopped it for a write flag.

@@ -208,8 +208,13 @@ pub(crate) fn wait_tracee(pid: libc::pid_t, extra: libc::c_int) -> io::Result<Wa
     let mut status: libc::c_int = 0;
     loop {
         // SAFETY: `status` is a valid int for the kernel to write.
-        let ret =
-            unsafe { libc::waitpid(pid, &raw mut status, libc::__WALL | libc::__WNOTHREAD | extra) };
+        let ret = unsafe {
+            libc::waitpid(
+                pid,
+                &raw mut status,
+                libc::__WALL | libc::__WNOTHREAD | extra,
+            )
+        };
         if ret < 0 {
             let err = io::Error::last_os_error();
             match err.raw_os_error() {

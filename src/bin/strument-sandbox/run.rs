@@ -184,12 +184,8 @@ fn run_explaining_denials(
     for denial in denied.denials.iter().take(SHOWN_DENIALS) {
         eprintln!("strument-sandbox: {denial}");
     }
-    let by_sandbox = |d: &&Denial| {
-        matches!(
-            d.refused_by,
-            RefusedBy::Sandbox | RefusedBy::SandboxMove
-        )
-    };
+    let by_sandbox =
+        |d: &&Denial| matches!(d.refused_by, RefusedBy::Sandbox | RefusedBy::SandboxMove);
     let hidden = denied.denials.len().saturating_sub(SHOWN_DENIALS) as u64 + denied.dropped;
     if hidden > 0 {
         eprintln!(
