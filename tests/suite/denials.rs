@@ -380,3 +380,53 @@ fn run_without_the_flag_changes_nothing_in_status_or_output() {
         "err\nstrument-sandbox: the sandbox refused no write\n"
     );
 }
+
+/// Single-quoted for the shell.
+fn quoted(path: &Path) -> String {
+    format!("'{}'", path.display().to_string().replace('\'', r"'\''"))
+}
+
+#[test]
+fn ctrl_z_fg_and_ctrl_c_still_work_on_a_traced_command() {
+    require_tool("bash", "bash");
+    let python = require_tool("python3", "python3");
+    let h = FakeHome::new();
+    let run = format!(
+        "{} run --project {} {FLAG} --",
+        quoted(Path::new(BIN)),
+        quoted(&h.project)
+    );
+    let steps = serde_json::json!([
+        {
+            "send": format!("{run} sh -c 'sleep 2; touch ~/y; echo resumed-$((1+1))'\n"),
+            "expect": null,
+        },
+        { "send": "\u{1a}", "pause": 1.0, "expect": "Stopped" },
+        { "send": "fg\n", "pause": 0.5, "expect": "resumed-2" },
+        { "send": "echo status-$((40+2))=$?\n", "expect": "status-42=" },
+        { "send": format!("{run} sleep 30\n"), "expect": null },
+        { "send": "\u{3}", "pause": 1.5, "expect": null },
+        { "send": "echo status-$((40+3))=$?\n", "expect": "status-43=" },
+    ]);
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/pty-shell.py");
+    let mut cmd = Command::new(python);
+    cmd.arg(fixture).arg(steps.to_string());
+    h.env(&mut cmd);
+    cmd.env("PS1", "$ ").env("TERM", "dumb");
+    let out = output(&mut cmd);
+    let transcript = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{}", show(&out));
+    // Stopped and resumed: the command finished its work after `fg`, and
+    // its refusal after the stop was still seen.
+    assert!(transcript.contains("status-42=0"), "{transcript}");
+    assert!(
+        transcript.contains(&format!(
+            "refused creating {}/y (touch: openat, EACCES)",
+            h.home.display()
+        )),
+        "{transcript}"
+    );
+    // Interrupted: the traced sleep died of the terminal's SIGINT.
+    assert!(transcript.contains("status-43=130"), "{transcript}");
+    h.assert_sentinels_intact();
+}
