@@ -145,9 +145,10 @@ pub enum RefusedBy {
     /// (`EXDEV`): Landlock ABI 1 refuses every move to another directory,
     /// and later ABIs a move that would give the file rights it did not have.
     SandboxMove,
-    /// Not the sandbox: a root grants every path, so the file system itself
-    /// refused (permissions, a read-only mount, an immutable file, sticky
-    /// `/tmp`, another security module).
+    /// Not the sandbox: the file system itself refuses it, confined or not
+    /// (owner and mode, a read-only mount: [`DeniedPath::permitted`] is
+    /// false), or a root grants every path, so something else did (an
+    /// immutable file, sticky `/tmp`, another security module).
     FileSystem,
     /// Cannot tell: a path could not be read or resolved.
     Unknown,
@@ -331,11 +332,16 @@ impl std::fmt::Display for Denial {
                 }
             }
             RefusedBy::FileSystem => {
+                let roots = granting_roots(&self.paths);
+                let granted = if roots.is_empty() {
+                    "outside the roots too".to_owned()
+                } else {
+                    format!("{} grants it", roots.join(" and "))
+                };
                 write!(
                     f,
-                    ": not the sandbox ({} grants it): the file system itself refused \
-                     (permissions, a read-only mount, an immutable file)",
-                    granting_roots(&self.paths).join(" and ")
+                    ": not the sandbox ({granted}): the file system itself refuses it \
+                     (owner and mode, a read-only mount, an immutable file), confined or not"
                 )?;
             }
             RefusedBy::Unknown => {
@@ -473,7 +479,7 @@ fn judge(report: &Report, abi: u32, failed: Failed) -> Option<Denial> {
         }) => Some(root.path.clone()),
         _ => None,
     };
-    let outside = paths.iter().any(|p| {
+    let outside = |p: &DeniedPath| {
         matches!(
             p.explanation,
             Ok(Explanation {
@@ -481,11 +487,15 @@ fn judge(report: &Report, abi: u32, failed: Failed) -> Option<Denial> {
                 ..
             })
         )
-    });
+    };
     let roots: Vec<PathBuf> = paths.iter().filter_map(granted_by).collect();
     let all_granted = roots.len() == paths.len();
-    let refused_by = if outside {
+    // A write the file system's own permissions refuse fails unconfined
+    // too: no --allow would make it land, so it is reported as theirs.
+    let refused_by = if paths.iter().any(|p| outside(p) && p.permitted) {
         RefusedBy::Sandbox
+    } else if paths.iter().any(|p| p.explanation.is_ok() && !p.permitted) {
+        RefusedBy::FileSystem
     } else if !all_granted {
         RefusedBy::Unknown
     } else if failed.errno == libc::EXDEV {
@@ -769,6 +779,27 @@ mod tests {
         .expect("a denial");
         assert_eq!(d.refused_by, RefusedBy::FileSystem);
         assert!(d.allow().is_empty());
+        // Outside, but the file system refuses it anyway (a read-only
+        // directory): its refusal, not the sandbox's.
+        let locked = out.join("locked");
+        std::fs::create_dir(&locked).expect("mkdir");
+        std::fs::set_permissions(&locked, std::os::unix::fs::PermissionsExt::from_mode(0o555))
+            .expect("chmod");
+        let d = judge(
+            &report,
+            7,
+            failed("mkdirat", libc::EACCES, &[&locked.join("x")]),
+        )
+        .expect("a denial");
+        let root_user = sys::uid() == 0;
+        assert_eq!(
+            d.refused_by,
+            if root_user {
+                RefusedBy::Sandbox
+            } else {
+                RefusedBy::FileSystem
+            }
+        );
         // EXDEV within one root is a mount boundary, not a refusal, except
         // on ABI 1, which refuses every move to another directory.
         let within = [root.join("a").as_path(), root.join("b/a").as_path()].map(Path::to_path_buf);

@@ -162,7 +162,7 @@ impl SignalForwarder {
     }
 
     /// [`SignalForwarder::wait`], calling `tick` between checks; `tick`
-    /// itself must block briefly (the audit log reader polls its socket),
+    /// itself must block briefly,
     /// or this spins.
     pub(crate) fn wait_ticking(
         &self,

@@ -312,6 +312,42 @@ fn a_cargo_build_with_a_dependency_reports_nothing_and_on_abi_1_its_moves_are_na
 }
 
 #[test]
+fn the_file_system_s_own_refusals_are_named_as_its_not_the_sandbox_s() {
+    let h = user_home();
+    let script = "id -u > uid; mkdir locked; chmod 555 locked; touch locked/x; touch /etc/x; \
+                  touch ~/y; touch granted; exit 0";
+    let out = run_as_user(&h, &[FLAG], &["sh", "-c", script], None, &[]);
+    assert_success(&out);
+    assert_ran_as_the_user(&h);
+    let lines = refused_lines(&out);
+    let project = h.project.display();
+    let home = h.home.display();
+    let fs = "the file system itself refuses it (owner and mode, a read-only mount, an \
+              immutable file), confined or not";
+    for want in [
+        // The sandbox's own refusal comes first: what an --allow changes.
+        format!("refused creating {home}/y (touch: openat, EACCES): no root grants {home}"),
+        format!(
+            "refused creating {project}/locked/x (touch: openat \"locked/x\" in {project}/locked, \
+             EACCES): not the sandbox ({project} grants it): {fs}"
+        ),
+        format!(
+            "refused creating /etc/x (touch: openat, EACCES): not the sandbox (outside the roots \
+             too): {fs}"
+        ),
+    ] {
+        assert!(
+            lines.iter().any(|l| l.contains(&want)),
+            "missing {want:?}\n{}",
+            show(&out)
+        );
+    }
+    assert!(lines[0].contains(&format!("{home}/y")), "{}", show(&out));
+    // Granted: the write beside them landed.
+    assert!(h.project.join("granted").is_file());
+}
+
+#[test]
 fn a_process_the_command_leaves_running_is_waited_for_and_its_refusals_named() {
     let h = user_home();
     let out = run_as_user(

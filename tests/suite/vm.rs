@@ -234,7 +234,12 @@ fn bullseye_5_10_has_no_landlock_and_is_refused() {
 #[test]
 #[serial(vm)]
 fn bookworm_6_1_abi_2_passes_every_scenario_and_reports_truncate() {
-    assert_case(&Case::with_abi("bookworm", "6.1.", 2, &["truncate"]));
+    assert_case(&Case::with_abi(
+        "bookworm",
+        "6.1.",
+        2,
+        &["explain-denials", "truncate"],
+    ));
 }
 
 #[test]

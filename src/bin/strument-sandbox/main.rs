@@ -146,15 +146,22 @@ enum Cmd {
         `run` waits for the command: SIGINT, SIGTERM, SIGHUP and SIGQUIT sent to it are passed\n\
         on (the terminal's Ctrl-C reaches the command directly, once), Ctrl-Z stops both, and\n\
         `fg` resumes both.\n\n\
-        --explain-denials also lists, once the command exits, each access the kernel\n\
-        refused it with the root that would grant it.\n\
-        It reads Landlock's audit records (ABI 7, Linux 6.15), which needs root\n\
-        (CAP_AUDIT_READ) and kernel auditing on (`auditctl -e 1` or audit=1); otherwise\n\
-        nothing runs and the exit status is 5. Without root, ask in advance with `explain`.\n\n\
+        --explain-denials also lists, once the command and every process it started have\n\
+        ended, each write the kernel refused it, one line each (deduplicated, the first 20;\n\
+        --json lists up to 1000): the path as given and made absolute, the operation, the\n\
+        system call and its errno, and the smallest --allow that would grant it, or why the\n\
+        sandbox was not what refused it (the file system's own permissions):\n\
+        \x20 refused creating /home/me/x (touch: openat, EACCES): no root grants /home/me, where\n\
+        \x20 it would be created; to allow it: --allow /home/me\n\
+        It traces the command (ptrace; a seccomp filter stops only the calls that write by\n\
+        path), which needs no privilege and works on every Landlock ABI; a debugger or strace\n\
+        inside the command then cannot attach (a process has one tracer). When the command\n\
+        cannot be traced (kernel.yama.ptrace_scope 2 or 3, or `run` is itself traced),\n\
+        nothing runs and the exit status is 5.\n\n\
         Examples:\n  strument-sandbox run -- cargo build\n  \
         strument-sandbox run --json -- npm install 2> run.err; tail -n 1 run.err\n  \
         strument-sandbox run --project ~/src/app --state ~/.local/state/strument -- sh -c 'make && make test'\n  \
-        sudo strument-sandbox run --explain-denials -- make install"
+        strument-sandbox run --explain-denials -- make install"
     )]
     Run {
         #[command(flatten)]
@@ -166,8 +173,8 @@ enum Cmd {
         /// before confining; missing ones then stay unwritable for the whole run.
         #[arg(long)]
         no_create_caches: bool,
-        /// After the command exits, list each access the kernel refused it and the root that
-        /// would grant it (needs root and kernel auditing; see below).
+        /// After the command, list each write the kernel refused it and the --allow that
+        /// would grant it (the command is traced; see below).
         #[arg(long)]
         explain_denials: bool,
         /// After the command, print one JSON object on standard error: its exit status and

@@ -181,18 +181,21 @@ fn run_explaining_denials(
                 format!("--explain-denials: {e}; nothing ran; {}", e.hint()),
             ),
         })?;
-    for denial in denied.denials.iter().take(SHOWN_DENIALS) {
-        eprintln!("strument-sandbox: {denial}");
-    }
     let by_sandbox =
         |d: &&Denial| matches!(d.refused_by, RefusedBy::Sandbox | RefusedBy::SandboxMove);
+    // The sandbox's refusals first: those are what an --allow changes.
+    let (sandbox, others): (Vec<&Denial>, Vec<&Denial>) =
+        denied.denials.iter().partition(by_sandbox);
+    for denial in sandbox.iter().chain(&others).take(SHOWN_DENIALS) {
+        eprintln!("strument-sandbox: {denial}");
+    }
     let hidden = denied.denials.len().saturating_sub(SHOWN_DENIALS) as u64 + denied.dropped;
     if hidden > 0 {
         eprintln!(
             "strument-sandbox: … and {hidden} more refused writes (--json lists the first {})",
             strument_sandbox::MAX_DENIALS
         );
-    } else if !denied.denials.iter().any(|d| by_sandbox(&d)) {
+    } else if sandbox.is_empty() {
         eprintln!("strument-sandbox: the sandbox refused no write");
     }
     Ok((denied.status, denied.denials))
