@@ -17,7 +17,7 @@ use std::collections::HashMap;
 use std::io;
 use std::os::fd::OwnedFd;
 use std::os::unix::process::ExitStatusExt;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Command, ExitStatus};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -214,16 +214,11 @@ impl Denial {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     #[must_use]
-    pub fn allow(&self) -> Vec<&Path> {
+    pub fn allow(&self) -> Vec<PathBuf> {
         self.paths
             .iter()
-            .filter_map(|p| match &p.explanation {
-                Ok(Explanation {
-                    verdict: Verdict::Denied { allow, .. },
-                    ..
-                }) => Some(allow.as_path()),
-                _ => None,
-            })
+            .filter_map(|p| needed_root(self.operation, p))
+            .map(|(allow, _)| allow)
             .collect()
     }
 
@@ -287,7 +282,15 @@ impl std::fmt::Display for Denial {
                     if self.paths.len() > 1 {
                         write!(f, "{}: ", shown(p))?;
                     }
-                    if e.exists {
+                    let (allow, in_directory) =
+                        needed_root(self.operation, p).unwrap_or((allow.clone(), false));
+                    if in_directory {
+                        write!(
+                            f,
+                            "no root grants {}, the directory it is in",
+                            allow.display()
+                        )?;
+                    } else if e.exists {
                         f.write_str("no root grants it")?;
                     } else {
                         write!(
@@ -357,6 +360,23 @@ impl std::fmt::Display for Denial {
             write!(f, " ({} times)", self.count)?;
         }
         Ok(())
+    }
+}
+
+/// The smallest root that would let `operation` through at `p`, when no
+/// root grants it, and whether that is the directory `p` is in:
+/// [`Report::explain`]'s answer, except that an existing entry removed,
+/// moved or replaced is a change to its directory, which only a root over
+/// the directory grants (a file root grants writing the file alone).
+fn needed_root(operation: Operation, p: &DeniedPath) -> Option<(PathBuf, bool)> {
+    let Ok(e) = &p.explanation else { return None };
+    let Verdict::Denied { allow, .. } = &e.verdict else {
+        return None;
+    };
+    let changes_entry = !matches!(operation, Operation::Write | Operation::Truncate);
+    match e.checked.parent() {
+        Some(dir) if e.exists && changes_entry => Some((dir.to_path_buf(), true)),
+        _ => Some((allow.clone(), false)),
     }
 }
 
@@ -727,6 +747,7 @@ impl Drop for QuietStops {
 mod tests {
     use super::*;
     use crate::Policy;
+    use std::path::Path;
 
     fn failed(call: &'static str, errno: i32, paths: &[&Path]) -> Failed {
         let call = filter::tests_support::call(call);
@@ -817,7 +838,18 @@ mod tests {
         let out_of: Vec<&Path> = out_of.iter().map(PathBuf::as_path).collect();
         let d = judge(&report, 7, failed("renameat2", libc::EXDEV, &out_of)).expect("a denial");
         assert_eq!(d.refused_by, RefusedBy::Sandbox);
-        assert_eq!(d.allow(), [out.as_path()]);
+        assert_eq!(d.allow(), std::slice::from_ref(&out));
+        // Removing a file outside: its directory is what to grant, not the
+        // file (a file root grants writing it, not removing it).
+        std::fs::write(out.join("f"), "x").expect("write");
+        let d = judge(
+            &report,
+            7,
+            failed("unlinkat", libc::EACCES, &[&out.join("f")]),
+        )
+        .expect("a denial");
+        assert_eq!(d.allow(), std::slice::from_ref(&out));
+        assert!(d.to_string().contains("the directory it is in"), "{d}");
     }
 
     #[test]

@@ -198,7 +198,7 @@ object! {
         "program": d.program,
         "paths": d.paths,
         "refused_by": d.refused_by,
-        "allow": d.allow().into_iter().map(lossy).collect::<Vec<_>>(),
+        "allow": d.allow().iter().map(|p| p.to_string_lossy().into_owned()).collect::<Vec<_>>(),
         "count": d.count,
         "line": d.to_string(),
     }
