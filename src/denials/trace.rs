@@ -127,8 +127,19 @@ pub(crate) fn trace(
                 // A new tracee's first stop, or the wake-up after SIGCONT.
                 let _ = sys::cont(pid, 0);
             }
+        } else if event == sys::EVENT_EXEC {
+            // A thread other than the leader exec'd: it now has the
+            // leader's id, and its own is gone without an exit report.
+            if let Ok(former) = sys::event_message(pid) {
+                let former = libc::pid_t::try_from(former).unwrap_or(pid);
+                if former != pid && known.remove(&former) {
+                    in_flight.remove(&former);
+                    set_live(shared, former, false);
+                }
+            }
+            let _ = sys::cont(pid, 0);
         } else if event != 0 {
-            // fork, vfork, clone, exec: the new tracee reports on its own.
+            // fork, vfork, clone: the new tracee reports on its own.
             let _ = sys::cont(pid, 0);
         } else {
             // A signal on its way to the tracee: delivered as it was.

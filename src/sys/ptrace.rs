@@ -157,6 +157,23 @@ pub(crate) fn detach(pid: libc::pid_t, signal: libc::c_int) -> io::Result<()> {
     )
 }
 
+/// The event message of a ptrace event stop (`PTRACE_GETEVENTMSG`): at an
+/// `exec` stop, the thread id the exec'ing thread had before.
+pub(crate) fn event_message(pid: libc::pid_t) -> io::Result<u64> {
+    let mut message: libc::c_ulong = 0;
+    // SAFETY: the kernel writes one unsigned long into `message`, which
+    // lives across the call.
+    let ret = unsafe { libc::ptrace(libc::PTRACE_GETEVENTMSG, pid, 0, &raw mut message) };
+    if ret == -1 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(u64::from(message))
+    }
+}
+
+/// `PTRACE_EVENT_EXEC`: a tracee's `execve` succeeded.
+pub(crate) const EVENT_EXEC: libc::c_int = 4;
+
 /// The stopped tracee's system call (`PTRACE_GET_SYSCALL_INFO`).
 pub(crate) fn syscall_info(pid: libc::pid_t) -> io::Result<SyscallInfo> {
     let mut raw = RawSyscallInfo::default();
