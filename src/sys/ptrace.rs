@@ -159,7 +159,7 @@ pub(crate) fn detach(pid: libc::pid_t, signal: libc::c_int) -> io::Result<()> {
 
 /// The event message of a ptrace event stop (`PTRACE_GETEVENTMSG`): at an
 /// `exec` stop, the thread id the exec'ing thread had before.
-pub(crate) fn event_message(pid: libc::pid_t) -> io::Result<u64> {
+pub(crate) fn event_message(pid: libc::pid_t) -> io::Result<libc::c_ulong> {
     let mut message: libc::c_ulong = 0;
     // SAFETY: the kernel writes one unsigned long into `message`, which
     // lives across the call.
@@ -167,7 +167,7 @@ pub(crate) fn event_message(pid: libc::pid_t) -> io::Result<u64> {
     if ret == -1 {
         Err(io::Error::last_os_error())
     } else {
-        Ok(u64::from(message))
+        Ok(message)
     }
 }
 
