@@ -87,7 +87,10 @@ fn main() -> ExitCode {
     .apply();
     let status = match &result {
         Ok(report) => {
-            println!("apply: confined, all threads: {}", report.all_threads);
+            println!(
+                "apply: confined, all threads: {}",
+                report.landlock.all_threads()
+            );
             ExitCode::SUCCESS
         }
         Err(e) => {

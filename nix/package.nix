@@ -40,7 +40,8 @@ rustPlatform.buildRustPackage {
   # cargoNextestHook appends cargoTestFlags to `cargo nextest run`. The
   # nix-build profile (.config/nextest.toml) leaves out the tests that need
   # the network, qemu, or a builder kernel with Landlock; doc/nix.md lists
-  # them and the NixOS VM tests (nixos-tests/) check those claims instead.
+  # them. Under Nix only the scenarios among them run, in the NixOS VM tests
+  # (nixos-tests/); the rest run only in a plain `cargo nextest run`.
   cargoTestFlags = [ "--profile" "nix-build" ];
 
   nativeCheckInputs = [ go git ];

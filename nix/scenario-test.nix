@@ -9,7 +9,9 @@
 #      version offers, or exit 3 naming the errno);
 #   3. tests/scenarios/scenarios.sh, the scenarios every tier runs, passes
 #      as the user: an `ok` line for each scenario its registry lists
-#      (`scenarios.sh list MODE`, read in the guest: no name is kept here).
+#      (`scenarios.sh list MODE`, read in the guest; the package's check
+#      phase has already held that list to the names tests/suite/support.rs
+#      pins, suite::support::the_scenario_registry_lists_exactly_the_pinned_scenarios).
 #
 # Values reach the guest through scripts generated here and put on its PATH;
 # testScript only names them, so no value is pasted into a Python string.
@@ -102,7 +104,16 @@ in
     nodes.machine = { config, pkgs, ... }:
       let
         toolchains = [ pkgs.go pkgs.cargo pkgs.rustc pkgs.gcc pkgs.git pkgs.python3 ];
-        shellTools = [ pkgs.bash pkgs.coreutils pkgs.findutils pkgs.gnugrep pkgs.gnused ];
+        # The scenarios run under nixpkgs' bash without readline, not
+        # bashInteractive: it is the bash Nix runs scripts with (stdenv's
+        # shell, and runtimeShell, writeShellApplication's #!, on this pin),
+        # so it is the one the shared scripts must survive, and it has no
+        # compgen, complete, compopt or bind (pkgs/shells/bash/5.nix
+        # configures it with --disable-readline). On nixos-25.05 that is
+        # pkgs.bash; newer nixpkgs make pkgs.bash interactive and call this
+        # one bashNonInteractive. run-scenarios checks it lacks compgen.
+        scenarioBash = pkgs.bashNonInteractive or pkgs.bash;
+        shellTools = [ scenarioBash pkgs.coreutils pkgs.findutils pkgs.gnugrep pkgs.gnused ];
 
         # The fixture crate's one crates.io dependency as a fetched registry
         # (index entry and .crate, built from its Cargo.lock): the guest's
@@ -223,7 +234,12 @@ in
               # cargo scenario expects rustc's cross-directory rename to fail.
               export SCENARIO_EXPECT_ABI=${lib.escapeShellArg (toString wantAbi)}
             ''}
-            exec bash ${scenarioSource}/tests/scenarios/scenarios.sh ${lib.escapeShellArg cfg.mode}
+            # The proof this is the bash the scenarios must survive.
+            if ${lib.getExe scenarioBash} -c 'type compgen' >/dev/null 2>&1; then
+              echo "FAIL: ${lib.getExe scenarioBash} has compgen: the scenarios are meant to run under nixpkgs' bash without readline"
+              exit 1
+            fi
+            exec ${lib.getExe scenarioBash} ${scenarioSource}/tests/scenarios/scenarios.sh ${lib.escapeShellArg cfg.mode}
           '';
         };
 
@@ -232,7 +248,7 @@ in
           name = "list-scenarios";
           runtimeInputs = shellTools;
           text = ''
-            exec bash ${scenarioSource}/tests/scenarios/scenarios.sh list ${lib.escapeShellArg cfg.mode}
+            exec ${lib.getExe scenarioBash} ${scenarioSource}/tests/scenarios/scenarios.sh list ${lib.escapeShellArg cfg.mode}
           '';
         };
       in

@@ -4,7 +4,11 @@
 //! the name of the feature, so that supporting a new ABI means adding a
 //! row to [`Feature`] and nothing else compares version numbers.
 
+use std::fmt;
+
 use landlock::{AccessFs, BitFlags, Scope, make_bitflags};
+
+use crate::root::Rights;
 
 /// A Landlock feature that arrived with a given ABI version.
 ///
@@ -15,11 +19,13 @@ use landlock::{AccessFs, BitFlags, Scope, make_bitflags};
 /// # Examples
 ///
 /// ```
-/// use strument_sandbox::Feature;
+/// use strument_sandbox::abi::Feature;
 /// assert_eq!(Feature::Refer.since_abi(), 2);
 /// assert_eq!(Feature::Refer.since_linux(), "5.19");
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
+#[cfg_attr(feature = "serde", serde(rename_all = "kebab-case"))]
 #[non_exhaustive]
 pub enum Feature {
     /// Filesystem write rights: write, remove, make every file type.
@@ -62,7 +68,7 @@ impl Feature {
     /// # Examples
     ///
     /// ```
-    /// assert_eq!(strument_sandbox::Feature::Tsync.since_abi(), 8);
+    /// assert_eq!(strument_sandbox::abi::Feature::Tsync.since_abi(), 8);
     /// ```
     #[must_use]
     pub fn since_abi(self) -> u32 {
@@ -74,7 +80,7 @@ impl Feature {
     /// # Examples
     ///
     /// ```
-    /// assert_eq!(strument_sandbox::Feature::Scopes.since_linux(), "6.12");
+    /// assert_eq!(strument_sandbox::abi::Feature::Scopes.since_linux(), "6.12");
     /// ```
     #[must_use]
     pub fn since_linux(self) -> &'static str {
@@ -86,7 +92,7 @@ impl Feature {
     /// # Examples
     ///
     /// ```
-    /// assert_eq!(strument_sandbox::Feature::ResolveUnix.name(), "resolve-unix");
+    /// assert_eq!(strument_sandbox::abi::Feature::ResolveUnix.name(), "resolve-unix");
     /// ```
     #[must_use]
     pub fn name(self) -> &'static str {
@@ -144,6 +150,15 @@ impl Abi {
         access
     }
 
+    /// What a directory root granted `rights` gets: [`Abi::write_access`],
+    /// less `MAKE_SYM` for [`Rights::NoSymlinks`].
+    pub(crate) fn directory_access(self, rights: Rights) -> BitFlags<AccessFs> {
+        match rights {
+            Rights::All => self.write_access(),
+            Rights::NoSymlinks => self.write_access() & !AccessFs::MakeSym,
+        }
+    }
+
     /// The subset of [`Abi::write_access`] that means something on a
     /// non-directory (a lock file, a device node).
     pub(crate) fn file_access(self) -> BitFlags<AccessFs> {
@@ -194,6 +209,89 @@ pub(crate) fn test_cap() -> Option<u32> {
             .filter(|cap| *cap >= 1)
     } else {
         None
+    }
+}
+
+/// A restriction of the running kernel's Landlock that changes what a
+/// confined command can do, reported rather than hidden.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
+#[cfg_attr(feature = "serde", serde(rename_all = "kebab-case"))]
+#[non_exhaustive]
+pub enum Limitation {
+    /// ABI 1 (Linux 5.13–5.18) has no `REFER` right: moving or hard-linking
+    /// a file into another directory always fails with `EXDEV`, even
+    /// between two writable directories. `mv` falls back to copy and
+    /// delete; `git` and most build tools rename within one directory.
+    CrossDirectoryRenameDenied,
+    /// ABI 1 and 2 have no `TRUNCATE` right: truncating a file that is
+    /// opened without `O_TRUNC` cannot be denied, so `truncate(2)` of a file
+    /// outside the roots succeeds.
+    TruncateUnrestricted,
+    /// Before ABI 9 a confined command can connect to any pathname unix
+    /// socket: a local service (tmux, the session bus, Docker, X11, an
+    /// editor) may then write for it. The report names the ones reachable
+    /// on this machine.
+    UnixSocketsReachable,
+    /// Before ABI 6 a confined command can connect to abstract unix
+    /// sockets of processes outside the sandbox.
+    AbstractSocketsReachable,
+}
+
+impl Limitation {
+    /// A short, stable name for programs.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use strument_sandbox::abi::Limitation;
+    /// assert_eq!(Limitation::CrossDirectoryRenameDenied.name(), "cross-directory-rename-denied");
+    /// ```
+    #[must_use]
+    pub fn name(&self) -> &'static str {
+        match self {
+            Limitation::CrossDirectoryRenameDenied => "cross-directory-rename-denied",
+            Limitation::TruncateUnrestricted => "truncate-unrestricted",
+            Limitation::UnixSocketsReachable => "unix-sockets-reachable",
+            Limitation::AbstractSocketsReachable => "abstract-sockets-reachable",
+        }
+    }
+}
+
+impl fmt::Display for Limitation {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Limitation::CrossDirectoryRenameDenied => write!(
+                f,
+                "Landlock ABI 1 denies every rename or hard link into another directory (EXDEV), \
+                 even between writable roots: `cargo build` fails (rustc moves its outputs between \
+                 directories) while `go test` works; Linux {} or later (Landlock ABI {}) lifts this",
+                Feature::Refer.since_linux(),
+                Feature::Refer.since_abi()
+            ),
+            Limitation::TruncateUnrestricted => write!(
+                f,
+                "Landlock ABI < {} cannot deny truncate(2) of a file outside the roots \
+                 (Linux {} or later can)",
+                Feature::Truncate.since_abi(),
+                Feature::Truncate.since_linux()
+            ),
+            Limitation::UnixSocketsReachable => write!(
+                f,
+                "Landlock ABI < {} cannot stop connecting to a unix socket: a local service \
+                 (tmux, the session bus, docker, X11, an editor) can write for a confined command; \
+                 Linux {} or later closes this",
+                Feature::ResolveUnix.since_abi(),
+                Feature::ResolveUnix.since_linux()
+            ),
+            Limitation::AbstractSocketsReachable => write!(
+                f,
+                "Landlock ABI < {} cannot stop connecting to an abstract unix socket of a process \
+                 outside the sandbox; Linux {} or later closes this",
+                Feature::Scopes.since_abi(),
+                Feature::Scopes.since_linux()
+            ),
+        }
     }
 }
 

@@ -24,11 +24,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use crate::error::TraceError;
 use crate::explain::{Explanation, Verdict};
-use crate::probe::Availability;
 use crate::report::Report;
-use crate::supervise::{self, SignalForwarder};
 use crate::sys;
 use crate::terminal::TerminalFilter;
+use crate::wait::Waiter;
 use filter::TraceFilter;
 use trace::{Failed, Shared};
 
@@ -39,6 +38,11 @@ pub const MAX_DENIALS: usize = 1000;
 
 /// What a refused system call asked to do to the file system.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[cfg_attr(
+    feature = "serde",
+    derive(serde::Serialize),
+    serde(rename_all = "kebab-case")
+)]
 #[non_exhaustive]
 pub enum Operation {
     /// Opening an existing file for writing (or truncating it on open).
@@ -71,7 +75,7 @@ impl Operation {
     /// # Examples
     ///
     /// ```
-    /// assert_eq!(strument_sandbox::Operation::MakeDir.name(), "make-dir");
+    /// assert_eq!(strument_sandbox::denials::Operation::MakeDir.name(), "make-dir");
     /// ```
     #[must_use]
     pub fn name(self) -> &'static str {
@@ -94,7 +98,7 @@ impl Operation {
     /// # Examples
     ///
     /// ```
-    /// assert_eq!(strument_sandbox::Operation::Remove.describe(), "removing");
+    /// assert_eq!(strument_sandbox::denials::Operation::Remove.describe(), "removing");
     /// ```
     #[must_use]
     pub fn describe(self) -> &'static str {
@@ -115,18 +119,26 @@ impl Operation {
 
 /// One path of a refused call, judged.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
 #[non_exhaustive]
 pub struct DeniedPath {
     /// The path as the program gave it.
+    #[cfg_attr(feature = "serde", serde(serialize_with = "crate::serialize::path"))]
     pub given: PathBuf,
     /// Made absolute against the directory it was relative to (the
     /// process's working directory or the call's directory descriptor),
     /// read while the process was stopped in the call; `None` when that
     /// directory could not be read.
+    #[cfg_attr(
+        feature = "serde",
+        serde(serialize_with = "crate::serialize::path_opt")
+    )]
     pub absolute: Option<PathBuf>,
     /// [`Report::explain`]'s answer for [`DeniedPath::absolute`]: which
     /// inode the kernel checks, and the root granting it or the smallest
-    /// `--allow` that would; or why it cannot be judged.
+    /// `--allow` that would; or why it cannot be judged (`{"error": …}` in
+    /// JSON).
+    #[cfg_attr(feature = "serde", serde(serialize_with = "explanation_or_error"))]
     pub explanation: Result<Explanation, String>,
     /// Whether the file system's own permissions (mode and owner, ACLs, a
     /// read-only mount) let this user do it; when they do not, granting
@@ -136,6 +148,11 @@ pub struct DeniedPath {
 
 /// Who refused a call, as [`Report::explain`] and the kernel's errno tell.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(
+    feature = "serde",
+    derive(serde::Serialize),
+    serde(rename_all = "kebab-case")
+)]
 #[non_exhaustive]
 pub enum RefusedBy {
     /// The sandbox: no root grants a path the call writes (see its
@@ -160,7 +177,7 @@ impl RefusedBy {
     /// # Examples
     ///
     /// ```
-    /// assert_eq!(strument_sandbox::RefusedBy::FileSystem.name(), "file-system");
+    /// assert_eq!(strument_sandbox::denials::RefusedBy::FileSystem.name(), "file-system");
     /// ```
     #[must_use]
     pub fn name(self) -> &'static str {
@@ -176,6 +193,7 @@ impl RefusedBy {
 /// One write the kernel refused a command: the same call on the same
 /// paths with the same answer, however many times it was made.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
 #[non_exhaustive]
 pub struct Denial {
     /// What the call asked.
@@ -380,6 +398,24 @@ fn needed_root(operation: Operation, p: &DeniedPath) -> Option<(PathBuf, bool)> 
     }
 }
 
+/// [`DeniedPath::explanation`] in JSON: the explanation, or `{"error": why}`.
+#[cfg(feature = "serde")]
+fn explanation_or_error<S: serde::Serializer>(
+    explanation: &Result<Explanation, String>,
+    s: S,
+) -> Result<S::Ok, S::Error> {
+    use serde::Serialize;
+    use serde::ser::SerializeMap;
+    match explanation {
+        Ok(e) => e.serialize(s),
+        Err(why) => {
+            let mut m = s.serialize_map(Some(1))?;
+            m.serialize_entry("error", why)?;
+            m.end()
+        }
+    }
+}
+
 /// The roots granting `paths`, each named once.
 fn granting_roots(paths: &[DeniedPath]) -> Vec<String> {
     let mut roots: Vec<String> = Vec::new();
@@ -580,16 +616,101 @@ fn untraceable() -> Option<String> {
     }
 }
 
-/// [`Prepared::status_with_denials`](crate::Prepared::status_with_denials):
-/// runs `cmd` under `ruleset` and `filter`, traced, with `forwarder` when
-/// given, and judges what it was refused against `report`.
+/// What a [`Waiter`] watching a traced command can see
+/// ([`Waiter::watch`]): the tracer, another thread of this process,
+/// updates it, and wakes the watching thread with `SIGCHLD` at each change
+/// (the command stopped or ended, the trace done).
+#[derive(Debug)]
+pub struct Tracing {
+    shared: Shared,
+    done: AtomicBool,
+    stopped: AtomicBool,
+    /// The thread to wake: the one that called
+    /// [`Prepared::status_with_denials_waiting`](crate::Prepared::status_with_denials_waiting).
+    watcher: libc::pid_t,
+}
+
+impl Tracing {
+    /// Whether the trace is over: the command and every process it
+    /// started have ended.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # fn look(tracing: &strument_sandbox::denials::Tracing) {
+    /// while !tracing.done() { /* wait for SIGCHLD, pass signals on */ }
+    /// # }
+    /// ```
+    #[must_use]
+    pub fn done(&self) -> bool {
+        self.done.load(Ordering::SeqCst)
+    }
+
+    /// Whether the command itself has ended (processes it started may
+    /// still run, and the tracer waits for them).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # fn look(tracing: &strument_sandbox::denials::Tracing) {
+    /// let to = if tracing.command_ended() { tracing.processes() } else { vec![] };
+    /// # }
+    /// ```
+    #[must_use]
+    pub fn command_ended(&self) -> bool {
+        self.shared.root_ended.load(Ordering::SeqCst)
+    }
+
+    /// Whether the command stopped for job control (Ctrl-Z, `SIGSTOP`)
+    /// since this was last asked: a waiter standing between a shell and the
+    /// command stops itself too, so the shell sees the job stopped.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # fn look(tracing: &strument_sandbox::denials::Tracing) {
+    /// if tracing.take_command_stopped() { /* stop this process too */ }
+    /// # }
+    /// ```
+    #[must_use]
+    pub fn take_command_stopped(&self) -> bool {
+        self.stopped.swap(false, Ordering::SeqCst)
+    }
+
+    /// The traced processes and threads alive now (process and thread ids).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # fn look(tracing: &strument_sandbox::denials::Tracing) {
+    /// println!("{} still running", tracing.processes().len());
+    /// # }
+    /// ```
+    #[must_use]
+    pub fn processes(&self) -> Vec<u32> {
+        self.shared
+            .live
+            .lock()
+            .map(|l| l.iter().filter_map(|p| u32::try_from(*p).ok()).collect())
+            .unwrap_or_default()
+    }
+
+    fn wake(&self) {
+        // ESRCH only if that thread is gone, and then nobody is waiting.
+        let _ = sys::signal_thread(self.watcher, libc::SIGCHLD);
+    }
+}
+
+/// [`Prepared::status_with_denials_waiting`](crate::Prepared::status_with_denials_waiting):
+/// runs `cmd` under `ruleset` and `filter`, traced on a thread of its
+/// own while `waiter` watches, and judges what it was refused against
+/// `report`.
 pub(crate) fn status_with_denials(
-    availability: &Availability,
     report: &Report,
     ruleset: &Arc<OwnedFd>,
     filter: &TerminalFilter,
     cmd: &mut Command,
-    forwarder: Option<&SignalForwarder>,
+    waiter: &mut dyn Waiter,
 ) -> Result<Denied, TraceError> {
     let trace_filter = TraceFilter::new().ok_or(TraceError::Architecture)?;
     if let Some(why) = untraceable() {
@@ -598,35 +719,31 @@ pub(crate) fn status_with_denials(
     sys::confine_before_exec(cmd, Arc::clone(ruleset), filter.clone());
     // The write-shaped calls stop for the parent, which traces the child.
     sys::trace_before_exec(cmd, trace_filter.program());
-    if let Some(forwarder) = forwarder {
-        forwarder.unblock_in(cmd);
-    }
+    waiter.prepare_spawn(cmd);
     let mut collector = Collector {
         report,
-        abi: availability.abi,
+        abi: report.landlock.abi,
         denials: Vec::new(),
         index: HashMap::new(),
         dropped: 0,
     };
-    let shared = Shared::default();
-    let done = AtomicBool::new(false);
-    let waiting_thread = sys::thread_id();
-    // SIGTSTP blocked in both threads while the command runs: Ctrl-Z stops
-    // the command, and this process follows once it has (below), so that
-    // no stop signal is left half-delivered to a tracee.
-    let quiet = forwarder
-        .map(|_| QuietStops::install())
-        .transpose()
-        .map_err(TraceError::Wait)?;
+    let tracing = Tracing {
+        shared: Shared::default(),
+        done: AtomicBool::new(false),
+        stopped: AtomicBool::new(false),
+        watcher: sys::thread_id(),
+    };
     let raw = std::thread::scope(|scope| {
         let (spawned_tx, spawned_rx) = std::sync::mpsc::channel();
         let collector = &mut collector;
-        let shared = &shared;
-        let done = &done;
+        let tracing = &tracing;
         // The tracer: the thread that spawns the command must be the one
         // that traces it, and waits only for its own children and tracees,
         // so the caller's other children are never reaped here.
         let tracer = scope.spawn(move || -> Result<libc::c_int, TraceError> {
+            // Ctrl-Z is for the waiter to follow (Waiter::watch), never for
+            // this thread to take.
+            sys::block_job_control_here();
             let child = cmd.spawn();
             let pid = match child.as_ref().map(|c| libc::pid_t::try_from(c.id())) {
                 Ok(Ok(pid)) => pid,
@@ -642,105 +759,33 @@ pub(crate) fn status_with_denials(
                 }
             };
             let _ = spawned_tx.send(Some(pid));
-            let root_stopped = || {
-                if forwarding_stops(forwarder.is_some()) {
-                    let _ = sys::stop_self();
+            let changed = |stopped: bool| {
+                if stopped {
+                    tracing.stopped.store(true, Ordering::SeqCst);
                 }
+                tracing.wake();
             };
-            let result = trace::trace(pid, shared, &mut |f| collector.add(f), &root_stopped)
+            let result = trace::trace(pid, &tracing.shared, &mut |f| collector.add(f), &changed)
                 .map_err(TraceError::Wait);
-            done.store(true, Ordering::SeqCst);
-            if forwarder.is_some() {
-                let _ = sys::signal_thread(waiting_thread, libc::SIGCHLD);
-            }
+            tracing.done.store(true, Ordering::SeqCst);
+            tracing.wake();
             result
         });
-        if forwarder.is_some() {
-            if let Ok(Some(pid)) = spawned_rx.recv() {
-                forward_until_done(pid, shared, done);
-            }
-        }
-        tracer
+        let watched = match spawned_rx.recv() {
+            Ok(Some(pid)) => waiter.watch(pid.unsigned_abs(), tracing),
+            _ => Ok(()),
+        };
+        let traced = tracer
             .join()
-            .unwrap_or_else(|_| Err(TraceError::Wait(io::Error::other("the tracer panicked"))))
+            .unwrap_or_else(|_| Err(TraceError::Wait(io::Error::other("the tracer panicked"))));
+        watched.map_err(TraceError::Wait).and(traced)
     });
-    drop(quiet);
     let raw = raw?;
     Ok(Denied {
         status: ExitStatus::from_raw(raw),
         denials: collector.denials,
         dropped: collector.dropped,
     })
-}
-
-/// Whether this process stops itself when the command stops: only when a
-/// forwarder keeps job control, and on a terminal (off one nothing would
-/// resume it).
-fn forwarding_stops(forwarding: bool) -> bool {
-    forwarding && sys::foreground_of_a_terminal()
-}
-
-/// Passes signals meant for the command on, as [`SignalForwarder`] does,
-/// until the tracer is done; once the command itself has ended, to every
-/// process it left running, which the tracer still waits for.
-fn forward_until_done(root: libc::pid_t, shared: &Shared, done: &AtomicBool) {
-    let mut signals = supervise::FORWARDED.to_vec();
-    signals.extend([libc::SIGCHLD, libc::SIGCONT, libc::SIGTSTP]);
-    let set = sys::SignalSet::of(&signals);
-    while !done.load(Ordering::SeqCst) {
-        let info = match sys::wait_signal(&set, None) {
-            Ok(Some(info)) => info,
-            Ok(None) => continue,
-            Err(_) => break,
-        };
-        if info.signal == libc::SIGCHLD {
-            continue;
-        }
-        if shared.root_ended.load(Ordering::SeqCst) {
-            if supervise::FORWARDED.contains(&info.signal) {
-                let live: Vec<libc::pid_t> = shared
-                    .live
-                    .lock()
-                    .map(|l| l.iter().copied().collect())
-                    .unwrap_or_default();
-                for pid in live {
-                    let _ = sys::kill(pid, info.signal);
-                }
-            }
-            continue;
-        }
-        supervise::forward(root, info);
-    }
-    // Pending ones were meant for the command, which has ended.
-    while let Ok(Some(_)) = sys::wait_signal(&set, Some(std::time::Duration::ZERO)) {}
-}
-
-/// SIGTSTP blocked in the calling thread, and SIGCHLD not raised for a
-/// child's stops (each traced call stops twice), until dropped.
-struct QuietStops {
-    previous: sys::SignalSet,
-    sigchld: sys::SignalAction,
-}
-
-impl QuietStops {
-    fn install() -> io::Result<QuietStops> {
-        let sigchld = sys::no_child_stop_signals()?;
-        let previous = match sys::block_signals(&sys::SignalSet::of(&[libc::SIGTSTP])) {
-            Ok(previous) => previous,
-            Err(e) => {
-                sys::restore_disposition(libc::SIGCHLD, &sigchld);
-                return Err(e);
-            }
-        };
-        Ok(QuietStops { previous, sigchld })
-    }
-}
-
-impl Drop for QuietStops {
-    fn drop(&mut self) {
-        let _ = sys::set_signal_mask(&self.previous);
-        sys::restore_disposition(libc::SIGCHLD, &self.sigchld);
-    }
 }
 
 #[cfg(test)]

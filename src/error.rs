@@ -109,7 +109,7 @@ pub enum ApplyError {
         "refusing to confine 1 of {threads} threads: Landlock ABI {abi} confines only the \
          calling thread (ABI {} adds TSYNC); apply before starting threads, or confine a \
          child command with Prepared::confine",
-        crate::Feature::Tsync.since_abi()
+        crate::abi::Feature::Tsync.since_abi()
     )]
     Threads {
         /// How many threads the process has.
@@ -178,10 +178,67 @@ impl ApplyError {
     }
 }
 
+/// Why a [`Session`](crate::Session) did not open. Nothing was confined;
+/// caches may have been created.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum SessionError {
+    /// The current directory, taken as the project without being named, is
+    /// the home directory, `/` or an ancestor of home: the whole home would
+    /// be writable. Naming it as the project explicitly is allowed, with a
+    /// warning in the report.
+    #[error(
+        "refusing to run: the current directory {} is {covers}, and as the project it would \
+         be writable whole; nothing ran",
+        dir.display()
+    )]
+    HomeAsProject {
+        /// The current directory.
+        dir: PathBuf,
+        /// What it covers.
+        covers: crate::root::Covers,
+    },
+    /// The current directory cannot be read (it was removed, say).
+    #[error("current directory: {0}")]
+    CurrentDirectory(#[source] io::Error),
+    /// The project, state directory, an extra root or the `.git` is not
+    /// usable input.
+    #[error(transparent)]
+    Policy(#[from] PolicyError),
+    /// The ruleset could not be prepared: no Landlock, or the kernel refused.
+    #[error(transparent)]
+    Apply(#[from] ApplyError),
+}
+
+impl SessionError {
+    /// What a person can do about it.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use strument_sandbox::{ApplyError, ProbeError, SessionError};
+    /// let e = SessionError::Apply(ApplyError::Unavailable(ProbeError::NotBuilt));
+    /// assert_eq!(e.hint(), ProbeError::NotBuilt.hint());
+    /// ```
+    #[must_use]
+    pub fn hint(&self) -> &'static str {
+        match self {
+            SessionError::HomeAsProject { .. } => {
+                "start in the project's directory, or name the project explicitly"
+            }
+            SessionError::CurrentDirectory(_) => "start in a directory that exists",
+            SessionError::Policy(e) => e.hint(),
+            SessionError::Apply(e) => e.hint(),
+        }
+    }
+}
+
 /// Why the kernel offers no Landlock.
 ///
 /// Each variant is a different fix, which [`ProbeError::hint`] names.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
+#[cfg_attr(feature = "serde", serde(tag = "reason", rename_all = "kebab-case"))]
 #[non_exhaustive]
 pub enum ProbeError {
     /// The kernel was built without `CONFIG_SECURITY_LANDLOCK` (or predates
@@ -191,6 +248,7 @@ pub enum ProbeError {
     /// Landlock is built in but was not enabled at boot: the syscall
     /// answered `EOPNOTSUPP`.
     #[error("Landlock is built into this kernel but disabled at boot (EOPNOTSUPP)")]
+    #[cfg_attr(feature = "serde", serde(rename = "disabled"))]
     DisabledAtBoot,
     /// Something between the process and the kernel refused the syscall,
     /// typically a seccomp filter of a container runtime.
@@ -258,7 +316,11 @@ impl ProbeError {
         match self {
             ProbeError::NotBuilt => {
                 "use a kernel built with CONFIG_SECURITY_LANDLOCK=y (Linux 5.13 or later); \
-                 most distribution kernels have it, many VM and container kernels do not"
+                 most distribution kernels have it, many VM kernels do not; inside a \
+                 container, a seccomp profile older than Landlock answers ENOSYS too \
+                 (Docker before 20.10.18, containers/common's before 0.49): if `probe` on \
+                 the host finds Landlock, allow landlock_create_ruleset, landlock_add_rule \
+                 and landlock_restrict_self in the container's profile"
             }
             ProbeError::DisabledAtBoot => {
                 "add landlock to the kernel's lsm= boot parameter (or to CONFIG_LSM); \

@@ -8,7 +8,8 @@ use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
 use crate::error::ExplainError;
-use crate::report::{Granted, Report, RootKind, Skipped};
+use crate::report::{Granted, Report, Skipped};
+use crate::root::RootKind;
 
 /// The kernel's limit on symlinks followed while resolving one path
 /// (`MAXSYMLINKS`); past it, `open(2)` fails with `ELOOP`.
@@ -20,36 +21,44 @@ const PATH_MAX: usize = libc::PATH_MAX as usize;
 /// What a write to one path would meet under a policy: the answer of
 /// [`Report::explain`].
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
 #[non_exhaustive]
 pub struct Explanation {
     /// The path as asked.
+    #[cfg_attr(feature = "serde", serde(serialize_with = "crate::serialize::path"))]
     pub path: PathBuf,
     /// The inode the kernel checks, by its resolved name (symlinks followed,
     /// `..` taken): the file or directory `path` names when it exists;
     /// otherwise the nearest existing directory on the way, in which the
     /// first missing piece would be created.
+    #[cfg_attr(feature = "serde", serde(serialize_with = "crate::serialize::path"))]
     pub checked: PathBuf,
     /// Whether `path` exists. When it does not, `checked` is the directory
     /// the write would create something in.
     pub exists: bool,
     /// Writable or not, and why.
+    #[cfg_attr(feature = "serde", serde(flatten))]
     pub verdict: Verdict,
 }
 
 /// Whether a write is allowed: there is no third answer.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
 pub enum Verdict {
     /// The write lands: this root covers [`Explanation::checked`] (the
     /// nearest one, when several do).
+    #[cfg_attr(feature = "serde", serde(rename = "granted_by"))]
     Granted(Granted),
     /// No granted root covers [`Explanation::checked`]; the kernel refuses
     /// the write with `EACCES` (`EXDEV` for a rename or link).
+    #[cfg_attr(feature = "serde", serde(rename = "denied"))]
     Denied {
         /// The smallest root that would make the write land, to pass as
         /// `--allow`: [`Explanation::checked`] itself. It is a file root
         /// (write and truncate only) when it names a file: a tool that
         /// replaces the file by renaming a new one over it needs the
         /// directory instead.
+        #[cfg_attr(feature = "serde", serde(serialize_with = "crate::serialize::path"))]
         allow: PathBuf,
         /// Roots the policy lists above the path that grant nothing,
         /// with the reason (typically one that did not exist yet when the

@@ -12,36 +12,51 @@
 //! builds is a sandbox that gets switched off. See `doc/security.md` for the
 //! threat model and what is not covered.
 //!
-//! What Landlock cannot refuse inside the project, files that run later
-//! outside the sandbox (git hooks, `.git/config`, `.envrc`, editor tasks),
-//! a [`Snapshot`] reports after each command: take it from the
-//! [`Prepared`] policy, call [`Snapshot::changes`] after every command and
-//! once more at the end of the session.
+//! An agent opens one [`Session`] over its project and confines every
+//! command it runs through it; the agent itself stays unconfined:
 //!
 //! ```no_run
-//! use strument_sandbox::{Policy, default_sockets, default_writable, probe};
+//! use std::process::Command;
+//! use strument_sandbox::Session;
 //!
-//! let availability = probe();
-//! if let Some(why) = &availability.error {
-//!     eprintln!("no sandbox: {why}; {}", why.hint());
+//! let session = Session::builder("/home/me/project").open()?; // refuses unless Landlock is there
+//! for warning in &session.report().warnings {
+//!     eprintln!("warning: {warning}");
 //! }
-//! let writable = default_writable("/home/me/project".as_ref(), None, &[])?;
-//! let sockets = default_sockets("/home/me/project".as_ref(), None);
-//! let report = Policy { writable, sockets }.apply()?; // refuses unless Landlock is there
-//! println!("writable: {:?}", report.granted_paths());
+//! let finished = session.run(Command::new("cargo").arg("build"))?;
+//! for change in &finished.changes {
+//!     eprintln!("{change}"); // a git hook or .envrc the command changed
+//! }
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 //!
-//! With the `serde` feature the report types implement `Serialize`, in the
+//! The session does, in order, what the seed's functions offer one by one:
+//! [`probe`], [`default_writable`] and [`default_sockets`] into a
+//! [`Policy`], [`Policy::prepare`] (or [`Policy::apply`] to confine the
+//! calling process itself), and a [`tripwire`] snapshot of the files that
+//! run later, outside the sandbox (git hooks, `.git/config`, `.envrc`),
+//! which Landlock cannot refuse inside the project. What is granted, what
+//! is skipped and why, is the [`Report`].
+//!
+//! The rest lives in modules named for their concept: [`abi`] (what each
+//! Landlock version adds), [`root`] (what a root is, where it came from,
+//! what it covers), [`sockets`], [`services`] (local services a confined
+//! command can still reach), [`explain`] (whether a write would land),
+//! [`denials`] (what the kernel refused, read back), [`tripwire`],
+//! [`writable`] (the default roots and the caches they need) and
+//! [`session`].
+//!
+//! With the `serde` feature the report types derive `Serialize`, in the
 //! shape `strument-sandbox policy --json` (and `probe`, `explain`, `run`)
 //! prints: paths as strings, stable names (`"directory"`, `"widens"`) for
-//! enums, and the sentence a person reads as `detail`. An agent renders its
+//! enums, an enum with data as an object tagged with its variant (the
+//! shape is documented once, in `doc/json.md`). An agent renders its
 //! `/sandbox` view from them.
 //!
 //! Errors live in one place ([`PolicyError`], [`ApplyError`],
-//! [`ProbeError`], [`ExplainError`], [`TraceError`]); each has
-//! `hint()`, what a person can do about it. Every enum a program reads has
-//! `name()`, a short stable string.
+//! [`SessionError`], [`ProbeError`], [`ExplainError`], [`TraceError`]);
+//! each has `hint()`, what a person can do about it. Every enum a program
+//! reads has `name()`, a short stable string.
 //!
 //! [Landlock]: https://docs.kernel.org/userspace-api/landlock.html
 
@@ -52,10 +67,12 @@
 // A sandbox library must not panic on paths that can fail at run time.
 #![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
 
-mod abi;
-mod denials;
+pub mod abi;
+pub(crate) mod beneath;
+pub mod denials;
 mod error;
-mod explain;
+pub mod explain;
+mod fds;
 #[cfg(fuzzing)]
 #[doc(hidden)]
 pub mod fuzzing;
@@ -64,32 +81,29 @@ mod policy;
 mod prepared;
 mod probe;
 mod report;
-mod root;
+pub mod root;
 #[cfg(feature = "serde")]
 mod serialize;
-mod services;
-mod sockets;
-mod supervise;
+pub mod services;
+pub mod session;
+pub mod sockets;
 #[allow(unsafe_code)]
 mod sys;
 mod terminal;
-mod tripwire;
-mod writable;
+mod through;
+pub mod tripwire;
+mod wait;
+pub mod writable;
 
-pub use abi::Feature;
-pub use denials::{Denial, Denied, DeniedPath, MAX_DENIALS, Operation, RefusedBy};
-pub use error::{ApplyError, ExplainError, PolicyError, ProbeError, TraceError};
-pub use explain::{Explanation, Verdict};
+pub use error::{ApplyError, ExplainError, PolicyError, ProbeError, SessionError, TraceError};
 pub use policy::Policy;
 pub use prepared::Prepared;
-pub use probe::{Availability, Limitation, probe};
-pub use report::{Granted, Report, RootKind, SkipReason, Skipped, Warning};
-pub use root::{Covers, Origin, Root, Variable, covers_home};
-pub use services::{Service, ServiceKind, reachable_services};
-pub use sockets::{GrantedSocket, SkippedSocket, Socket, SocketReason, default_sockets};
-pub use supervise::SignalForwarder;
-pub use tripwire::{Change, ChangeKind, Snapshot};
-pub use writable::{create_missing_caches, default_writable};
+pub use probe::{Availability, probe};
+pub use report::{Granted, Report, Skipped, Warning};
+pub use root::{Origin, Rights, Root, SkipReason};
+pub use session::{Finished, Session, SessionBuilder};
+pub use sockets::default_sockets;
+pub use writable::default_writable;
 
 // The README's examples are compiled (and type-checked) as doctests.
 #[cfg(doctest)]

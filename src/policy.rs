@@ -16,12 +16,13 @@ use crate::error::{ApplyError, PolicyError};
 use crate::git::{COMMON_DIR_PARTS, COMMON_DIR_REFTABLE, is_git_dir, points_back};
 use crate::prepared::Prepared;
 use crate::probe::{Availability, probe};
-use crate::report::{Granted, Report, RootKind, SkipReason, Skipped, Warning};
-use crate::root::{Covers, Judge, Origin, Root};
+use crate::report::{Granted, Report, Skipped, Warning};
+use crate::root::{Covers, Judge, Origin, Root, RootKind, SkipReason};
 use crate::services::reachable_services;
-use crate::sockets::{self, GrantedSocket, SkippedSocket, Socket};
+use crate::sockets;
 use crate::sys;
 use crate::terminal::TerminalFilter;
+use crate::through::{self, Walk};
 
 /// What the sandbox permits: a list of roots writes may land under, and
 /// the unix sockets a confined command may connect to. Reads and execution
@@ -67,7 +68,7 @@ pub struct Policy {
     /// itself stay reachable whatever this says. Empty means none: see
     /// [`default_sockets`](crate::default_sockets) for the usual ones
     /// (the project, the state directory, ssh-agent, gpg-agent).
-    pub sockets: Vec<Socket>,
+    pub sockets: Vec<Root>,
 }
 
 /// A root opened with `O_PATH`, ready to become a rule.
@@ -216,7 +217,7 @@ impl Policy {
         // directories: open_roots already knows (a fifth of apply's syscalls).
         let root_rules = open.roots.iter().map(|root| {
             let access = match root.granted.kind {
-                RootKind::Directory => abi.write_access(),
+                RootKind::Directory => abi.directory_access(root.granted.rights),
                 RootKind::File | RootKind::Special => abi.file_access(),
             };
             (root, access)
@@ -235,19 +236,17 @@ impl Policy {
                 }
             })?;
         }
-        Ok(Prepared::new(report, availability, Arc::new(fd), filter))
+        Ok(Prepared::new(report, Arc::new(fd), filter))
     }
 
     /// Validates and opens every root and socket, in order, dropping exact
     /// duplicates.
     fn open_roots(&self, availability: &Availability) -> Result<(Report, OpenPolicy), PolicyError> {
         let mut report = Report {
-            abi: availability.abi,
+            landlock: availability.clone(),
             granted: Vec::new(),
             skipped: Vec::new(),
             warnings: Vec::new(),
-            limitations: availability.limitations(),
-            all_threads: availability.all_threads(),
             sockets: Vec::new(),
             skipped_sockets: Vec::new(),
             reachable_services: Vec::new(),
@@ -273,18 +272,38 @@ impl Policy {
         // A set, not a scan of the earlier entries: the scan made 4096 roots
         // cost over half a second (`cargo bench --bench sandbox -- apply`).
         let mut seen: HashSet<&Path> = HashSet::with_capacity(self.writable.len());
-        for (i, Root { path, origin }) in self.writable.iter().enumerate() {
+        // Derived roots that met a symlink, by index in `roots`: judged once
+        // every root is open, against the granted ones.
+        let mut through: Vec<(usize, Walk, Option<PathBuf>)> = Vec::new();
+        for (
+            i,
+            Root {
+                path,
+                origin,
+                rights,
+            },
+        ) in self.writable.iter().enumerate()
+        {
             require_absolute(path, "writable root")?;
             if !seen.insert(path.as_path()) {
                 continue;
             }
-            let mut root = match open_root(path, origin, names_by_input(origin)) {
+            // Built-in roots are fixed paths no input can change: a home
+            // under /tmp is reported, not a reason to lose /tmp.
+            let judged = !origin.is_explicit()
+                && !matches!(origin, Origin::Temp { variable: None } | Origin::Device);
+            // A derived root is opened through no symlink first, so that one
+            // met on the way is seen, and judged below (see `through`).
+            let mut root = match open_root(path, origin, names_by_input(origin) || judged) {
                 Ok(root) => root,
                 Err(reason) => {
                     report.skipped.push(Skipped::new(path, origin, reason));
                     continue;
                 }
             };
+            if root.granted.kind == RootKind::Directory {
+                root.granted.rights = *rights;
+            }
             // Asked of the kernel once: open_root already did for an input.
             let resolved = |root: &OpenRoot| {
                 root.granted
@@ -312,10 +331,6 @@ impl Policy {
                     .is_some_and(|p| p.starts_with(&real) && *p != real);
                 above.then_some(Covers::AboveProject)
             });
-            // Built-in roots are fixed paths no input can change: a home
-            // under /tmp is reported, not a reason to lose /tmp.
-            let judged = !origin.is_explicit()
-                && !matches!(origin, Origin::Temp { variable: None } | Origin::Device);
             let refused = match covers {
                 Some(covers) if judged => Some(SkipReason::Widens {
                     covers,
@@ -355,14 +370,107 @@ impl Policy {
                     origin: origin.clone(),
                 });
             }
+            if judged && root.granted.resolved.is_some() {
+                match judge_walk(path, origin, &root) {
+                    Ok(Some((walk, trusted))) => through.push((roots.len(), walk, trusted)),
+                    Ok(None) => {}
+                    Err(reason) => {
+                        let skipped = Skipped::new(path, origin, reason);
+                        report.warnings.push(Warning::Skipped(skipped.clone()));
+                        report.skipped.push(skipped);
+                        continue;
+                    }
+                }
+            }
             report.granted.push(root.granted.clone());
             roots.push(root);
         }
+        skip_planted_on_the_way(&mut report, &mut roots, &through);
         let sockets = open_sockets(&self.sockets, &mut report)?;
         if availability.supported() && !availability.has(abi::Feature::ResolveUnix) {
             report.reachable_services = reachable_services();
         }
         Ok((report, OpenPolicy { roots, sockets }))
+    }
+}
+
+/// The walk of a derived root that met a symlink on the way, with the
+/// symlink judged elsewhere (a `.git` pointer, which must name the project
+/// back); `None` when it met none (only `..` or doubled slashes). A walk
+/// that fails, or ends elsewhere than the descriptor opened (the path
+/// changed between the two), skips the root.
+fn judge_walk(
+    path: &Path,
+    origin: &Origin,
+    root: &OpenRoot,
+) -> Result<Option<(Walk, Option<PathBuf>)>, SkipReason> {
+    let failed = |e: io::Error| SkipReason::CannotOpen {
+        errno: e.raw_os_error().unwrap_or(libc::EIO),
+    };
+    let walk = through::walk(path).map_err(failed)?;
+    if walk.links.is_empty() {
+        return Ok(None);
+    }
+    let meta = std::fs::metadata(&walk.resolved).map_err(failed)?;
+    if (meta.dev(), meta.ino()) != root.granted.id() {
+        return Err(SkipReason::CannotOpen {
+            errno: libc::ESTALE,
+        });
+    }
+    let trusted = match origin {
+        Origin::Git { pointer } if pointer == path => pointer
+            .parent()
+            .and_then(|p| through::walk(p).ok())
+            .map(|p| p.resolved.join(".git")),
+        _ => None,
+    };
+    Ok(Some((walk, trusted)))
+}
+
+/// Skips each derived root in `through` that resolves through a symlink a
+/// confined command could have planted (one in a granted directory) to a
+/// place outside every granted directory.
+fn skip_planted_on_the_way(
+    report: &mut Report,
+    roots: &mut Vec<OpenRoot>,
+    through: &[(usize, Walk, Option<PathBuf>)],
+) {
+    if through.is_empty() {
+        return;
+    }
+    let pending: HashSet<usize> = through.iter().map(|(i, _, _)| *i).collect();
+    // What each other granted directory resolves to: asked of the kernel
+    // only now, when some root met a symlink.
+    let granted: Vec<PathBuf> = roots
+        .iter()
+        .enumerate()
+        .filter(|(i, r)| !pending.contains(i) && r.granted.kind == RootKind::Directory)
+        .map(|(_, r)| {
+            r.granted
+                .resolved
+                .clone()
+                .or_else(|| read_resolved(&r.fd, &r.granted.path))
+                .unwrap_or_else(|| r.granted.path.clone())
+        })
+        .collect();
+    let granted: Vec<&Path> = granted.iter().map(PathBuf::as_path).collect();
+    // From the last, so the earlier indices stay valid.
+    for (i, walk, trusted) in through.iter().rev() {
+        let Some(link) = through::planted_on_the_way(walk, &granted, trusted.as_deref()) else {
+            continue;
+        };
+        let root = roots.remove(*i);
+        report.granted.remove(*i);
+        let skipped = Skipped::new(
+            &root.granted.path,
+            &root.granted.origin,
+            SkipReason::ThroughWritable {
+                link: link.to_path_buf(),
+                resolved: walk.resolved.clone(),
+            },
+        );
+        report.warnings.push(Warning::Skipped(skipped.clone()));
+        report.skipped.push(skipped);
     }
 }
 
@@ -387,7 +495,7 @@ pub(crate) fn require_absolute(path: &Path, what: &'static str) -> Result<(), Po
 }
 
 /// Opens each socket path, reporting it granted or skipped.
-fn open_sockets(list: &[Socket], report: &mut Report) -> Result<Vec<OpenRoot>, PolicyError> {
+fn open_sockets(list: &[Root], report: &mut Report) -> Result<Vec<OpenRoot>, PolicyError> {
     let mut open = Vec::new();
     let mut seen: HashSet<&Path> = HashSet::with_capacity(list.len());
     for socket in list {
@@ -395,25 +503,21 @@ fn open_sockets(list: &[Socket], report: &mut Report) -> Result<Vec<OpenRoot>, P
         if !seen.insert(socket.path.as_path()) {
             continue;
         }
-        let judged = open_root(&socket.path, &Origin::Extra, false).and_then(|root| {
+        let judged = open_root(&socket.path, &socket.origin, false).and_then(|root| {
             let is_socket = root.granted.kind == RootKind::Special
                 && std::fs::metadata(&socket.path).is_ok_and(|m| m.file_type().is_socket());
-            sockets::judge(socket, root.granted.kind, is_socket).map(|()| root)
+            sockets::judge(&socket.origin, root.granted.kind, is_socket).map(|()| root)
         });
         match judged {
             Ok(root) => {
-                report.sockets.push(GrantedSocket {
-                    path: socket.path.clone(),
-                    reason: socket.reason,
-                    kind: root.granted.kind,
-                });
+                report.sockets.push(root.granted.clone());
                 open.push(root);
             }
-            Err(skip) => report.skipped_sockets.push(SkippedSocket {
-                path: socket.path.clone(),
-                reason: socket.reason,
-                skip,
-            }),
+            Err(reason) => {
+                report
+                    .skipped_sockets
+                    .push(Skipped::new(&socket.path, &socket.origin, reason))
+            }
         }
     }
     Ok(open)

@@ -2,17 +2,17 @@
 //! child, or on a child whose refusals are read back.
 
 use std::io;
-use std::os::fd::OwnedFd;
+use std::os::fd::{OwnedFd, RawFd};
 use std::process::Command;
 use std::sync::Arc;
 
 use crate::denials::{self, Denied};
 use crate::error::{ApplyError, TraceError};
-use crate::probe::Availability;
+use crate::fds;
 use crate::report::Report;
-use crate::supervise::SignalForwarder;
 use crate::sys;
 use crate::terminal::TerminalFilter;
+use crate::wait::{PlainWait, Waiter};
 
 /// A policy whose ruleset is built but not yet enforced.
 ///
@@ -21,27 +21,52 @@ use crate::terminal::TerminalFilter;
 #[derive(Debug, Clone)]
 pub struct Prepared {
     report: Report,
-    availability: Availability,
     ruleset: Arc<OwnedFd>,
     /// The seccomp program against terminal injection, built here so that
     /// the child only installs it.
     filter: TerminalFilter,
+    /// Descriptors above 2 the confined command keeps (besides a make
+    /// jobserver's, found in its environment).
+    keep_fds: Vec<RawFd>,
 }
 
 impl Prepared {
-    /// A ruleset built for `report`, on a kernel with `availability`.
-    pub(crate) fn new(
-        report: Report,
-        availability: Availability,
-        ruleset: Arc<OwnedFd>,
-        filter: TerminalFilter,
-    ) -> Prepared {
+    /// A ruleset built for `report`, on the kernel its probe describes.
+    pub(crate) fn new(report: Report, ruleset: Arc<OwnedFd>, filter: TerminalFilter) -> Prepared {
         Prepared {
             report,
-            availability,
             ruleset,
             filter,
+            keep_fds: Vec::new(),
         }
+    }
+
+    /// Keeps the descriptors `fds` open in every command this confines.
+    ///
+    /// A confined command inherits only standard input, output and error,
+    /// and the descriptors of a make jobserver named in its `MAKEFLAGS`
+    /// (`--jobserver-auth=R,W`): every other descriptor the caller holds
+    /// is marked close-on-exec in the child (`close_range`), because one
+    /// opened for writing before the sandbox was applied writes wherever
+    /// it points, whatever the policy says. Name here the ones the command
+    /// must have (a pipe it reports on, say).
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// use std::process::Command;
+    /// let prepared = strument_sandbox::Policy { writable: vec!["/tmp".into()], ..Default::default() }
+    ///     .prepare()?
+    ///     .keep_fds([3]);
+    /// let mut cmd = Command::new("sh");
+    /// cmd.args(["-c", "echo done >&3"]);
+    /// prepared.confine(&mut cmd);
+    /// # Ok::<(), strument_sandbox::ApplyError>(())
+    /// ```
+    #[must_use]
+    pub fn keep_fds(mut self, fds: impl IntoIterator<Item = RawFd>) -> Prepared {
+        self.keep_fds.extend(fds);
+        self
     }
 
     /// What enforcing this ruleset grants.
@@ -78,14 +103,14 @@ impl Prepared {
     /// # Ok::<(), strument_sandbox::ApplyError>(())
     /// ```
     pub fn restrict_self(self) -> Result<Report, ApplyError> {
-        let flags = if self.availability.all_threads() {
+        let flags = if self.report.landlock.all_threads() {
             sys::RESTRICT_SELF_TSYNC
         } else {
             let threads = count_threads().map_err(ApplyError::CountThreads)?;
             if threads != 1 {
                 return Err(ApplyError::Threads {
                     threads,
-                    abi: self.availability.abi,
+                    abi: self.report.landlock.abi,
                 });
             }
             0
@@ -99,11 +124,12 @@ impl Prepared {
 
     /// Makes `cmd` confine its own child process just before `exec`,
     /// leaving the caller unconfined. Between `fork` and `exec` the child
-    /// performs only three async-signal-safe syscalls (`prctl`, `seccomp`
-    /// with the terminal filter built here, and `landlock_restrict_self` on
-    /// the descriptor opened here), so this is safe in a multi-threaded
-    /// caller. If any fails the command does not run and spawning it
-    /// returns the error.
+    /// performs only async-signal-safe syscalls (`prctl`, `seccomp` with
+    /// the terminal filter built here, `landlock_restrict_self` on the
+    /// descriptor opened here, then `close_range` marking every descriptor
+    /// above 2 close-on-exec but those kept, see [`Prepared::keep_fds`]), so
+    /// this is safe in a multi-threaded caller. If any fails the command does
+    /// not run and spawning it returns the error.
     ///
     /// # Examples
     ///
@@ -118,6 +144,8 @@ impl Prepared {
     /// ```
     pub fn confine(&self, cmd: &mut Command) {
         sys::confine_before_exec(cmd, Arc::clone(&self.ruleset), self.filter.clone());
+        // A separate step, after confining: see Prepared::keep_fds.
+        fds::keep_only(cmd, &self.keep_fds);
     }
 
     /// Runs `cmd` confined, as [`Prepared::confine`] does, traced, and
@@ -153,7 +181,7 @@ impl Prepared {
     ///
     /// ```no_run
     /// use std::process::Command;
-    /// use strument_sandbox::{Policy, RefusedBy};
+    /// use strument_sandbox::{Policy, denials::RefusedBy};
     ///
     /// let prepared = Policy { writable: vec!["/home/me/project".into()], ..Policy::default() }.prepare()?;
     /// let denied = prepared.status_with_denials(Command::new("make").arg("install"))?;
@@ -166,20 +194,13 @@ impl Prepared {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn status_with_denials(&self, cmd: &mut Command) -> Result<Denied, TraceError> {
-        denials::status_with_denials(
-            &self.availability,
-            &self.report,
-            &self.ruleset,
-            &self.filter,
-            cmd,
-            None,
-        )
+        self.status_with_denials_waiting(cmd, &mut PlainWait)
     }
 
-    /// [`Prepared::status_with_denials`], waiting for the command with
-    /// `forwarder`: signals sent to the caller reach the command, and job
-    /// control keeps working (see [`SignalForwarder`]). Install the
-    /// forwarder before calling this.
+    /// [`Prepared::status_with_denials`], with `waiter` preparing the
+    /// command for its start ([`Waiter::prepare_spawn`]) and passing signals
+    /// on while another thread traces it ([`Waiter::watch`]): the CLI's
+    /// forwards them and keeps the terminal's job control.
     ///
     /// # Errors
     ///
@@ -189,27 +210,20 @@ impl Prepared {
     ///
     /// ```no_run
     /// use std::process::Command;
-    /// use strument_sandbox::{Policy, SignalForwarder};
+    /// use strument_sandbox::{Policy, session::PlainWait};
     ///
     /// let prepared = Policy { writable: vec!["/home/me/project".into()], ..Policy::default() }.prepare()?;
-    /// let forwarder = SignalForwarder::install()?;
-    /// let denied = prepared.status_with_denials_forwarding(&mut Command::new("make"), &forwarder)?;
+    /// let denied = prepared.status_with_denials_waiting(&mut Command::new("make"), &mut PlainWait)?;
     /// println!("{} refused", denied.denials.len());
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
-    pub fn status_with_denials_forwarding(
+    pub fn status_with_denials_waiting(
         &self,
         cmd: &mut Command,
-        forwarder: &SignalForwarder,
+        waiter: &mut dyn Waiter,
     ) -> Result<Denied, TraceError> {
-        denials::status_with_denials(
-            &self.availability,
-            &self.report,
-            &self.ruleset,
-            &self.filter,
-            cmd,
-            Some(forwarder),
-        )
+        fds::keep_only(cmd, &self.keep_fds);
+        denials::status_with_denials(&self.report, &self.ruleset, &self.filter, cmd, waiter)
     }
 }
 

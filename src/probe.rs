@@ -1,8 +1,6 @@
 //! Asking the running kernel what Landlock it offers.
 
-use std::fmt;
-
-use crate::abi::{self, Abi, Feature};
+use crate::abi::{self, Abi, Feature, Limitation};
 use crate::error::ProbeError;
 use crate::sys;
 
@@ -22,92 +20,13 @@ use crate::sys;
 /// assert_eq!(availability.supported(), availability.error.is_none());
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
 pub struct Availability {
     /// The Landlock ABI version the kernel supports, or 0 for none.
     pub abi: u32,
     /// Why the probe found no Landlock, when it found none.
+    #[cfg_attr(feature = "serde", serde(flatten))]
     pub error: Option<ProbeError>,
-}
-
-/// A restriction of the running kernel's Landlock that changes what a
-/// confined command can do, reported rather than hidden.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum Limitation {
-    /// ABI 1 (Linux 5.13–5.18) has no `REFER` right: moving or hard-linking
-    /// a file into another directory always fails with `EXDEV`, even
-    /// between two writable directories. `mv` falls back to copy and
-    /// delete; `git` and most build tools rename within one directory.
-    CrossDirectoryRenameDenied,
-    /// ABI 1 and 2 have no `TRUNCATE` right: truncating a file that is
-    /// opened without `O_TRUNC` cannot be denied, so `truncate(2)` of a file
-    /// outside the roots succeeds.
-    TruncateUnrestricted,
-    /// Before ABI 9 a confined command can connect to any pathname unix
-    /// socket: a local service (tmux, the session bus, Docker, X11, an
-    /// editor) may then write for it. The report names the ones reachable
-    /// on this machine.
-    UnixSocketsReachable,
-    /// Before ABI 6 a confined command can connect to abstract unix
-    /// sockets of processes outside the sandbox.
-    AbstractSocketsReachable,
-}
-
-impl Limitation {
-    /// A short, stable name for programs.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use strument_sandbox::Limitation;
-    /// assert_eq!(Limitation::CrossDirectoryRenameDenied.name(), "cross-directory-rename-denied");
-    /// ```
-    #[must_use]
-    pub fn name(&self) -> &'static str {
-        match self {
-            Limitation::CrossDirectoryRenameDenied => "cross-directory-rename-denied",
-            Limitation::TruncateUnrestricted => "truncate-unrestricted",
-            Limitation::UnixSocketsReachable => "unix-sockets-reachable",
-            Limitation::AbstractSocketsReachable => "abstract-sockets-reachable",
-        }
-    }
-}
-
-impl fmt::Display for Limitation {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Limitation::CrossDirectoryRenameDenied => write!(
-                f,
-                "Landlock ABI 1 denies every rename or hard link into another directory (EXDEV), \
-                 even between writable roots: `cargo build` fails (rustc moves its outputs between \
-                 directories) while `go test` works; Linux {} or later (Landlock ABI {}) lifts this",
-                Feature::Refer.since_linux(),
-                Feature::Refer.since_abi()
-            ),
-            Limitation::TruncateUnrestricted => write!(
-                f,
-                "Landlock ABI < {} cannot deny truncate(2) of a file outside the roots \
-                 (Linux {} or later can)",
-                Feature::Truncate.since_abi(),
-                Feature::Truncate.since_linux()
-            ),
-            Limitation::UnixSocketsReachable => write!(
-                f,
-                "Landlock ABI < {} cannot stop connecting to a unix socket: a local service \
-                 (tmux, the session bus, docker, X11, an editor) can write for a confined command; \
-                 Linux {} or later closes this",
-                Feature::ResolveUnix.since_abi(),
-                Feature::ResolveUnix.since_linux()
-            ),
-            Limitation::AbstractSocketsReachable => write!(
-                f,
-                "Landlock ABI < {} cannot stop connecting to an abstract unix socket of a process \
-                 outside the sandbox; Linux {} or later closes this",
-                Feature::Scopes.since_abi(),
-                Feature::Scopes.since_linux()
-            ),
-        }
-    }
 }
 
 impl Availability {
@@ -132,7 +51,7 @@ impl Availability {
     ///
     /// ```
     /// let a = strument_sandbox::probe();
-    /// assert_eq!(a.all_threads(), a.has(strument_sandbox::Feature::Tsync));
+    /// assert_eq!(a.all_threads(), a.has(strument_sandbox::abi::Feature::Tsync));
     /// ```
     #[must_use]
     pub fn all_threads(&self) -> bool {
@@ -144,7 +63,7 @@ impl Availability {
     /// # Examples
     ///
     /// ```
-    /// use strument_sandbox::{Availability, Feature};
+    /// use strument_sandbox::{Availability, abi::Feature};
     /// let abi2 = Availability { abi: 2, error: None };
     /// assert!(abi2.has(Feature::Refer));
     /// assert!(!abi2.has(Feature::Truncate));
@@ -184,7 +103,7 @@ impl Availability {
     /// # Examples
     ///
     /// ```
-    /// use strument_sandbox::{Availability, Limitation};
+    /// use strument_sandbox::{Availability, abi::Limitation};
     /// let abi1 = Availability { abi: 1, error: None };
     /// assert!(abi1.limitations().contains(&Limitation::CrossDirectoryRenameDenied));
     /// ```

@@ -2,55 +2,23 @@
 //! skipped, and the warnings.
 
 use std::fmt;
-use std::io;
 use std::path::{Path, PathBuf};
 
 use crate::abi;
 use crate::error::ExplainError;
 use crate::explain::{self, Explanation};
-use crate::probe::Limitation;
-use crate::root::{Covers, Origin};
+use crate::probe::Availability;
+use crate::root::{Origin, Rights, RootKind, SkipReason};
 use crate::services::Service;
-use crate::sockets::{GrantedSocket, SkippedSocket};
 #[cfg(doc)]
 use crate::{Policy, Prepared};
 
-/// What a root was found to be when it was opened.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum RootKind {
-    /// A directory: every write right, for everything beneath it.
-    Directory,
-    /// A regular file (a lock file, say): write and truncate only.
-    File,
-    /// A device node, fifo or socket (`/dev/null`, `/dev/tty`): write and
-    /// truncate only, since directory rights on it are meaningless and the
-    /// kernel refuses them.
-    Special,
-}
-
-impl RootKind {
-    /// A short, stable name for programs.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// assert_eq!(strument_sandbox::RootKind::Directory.name(), "directory");
-    /// ```
-    #[must_use]
-    pub fn name(&self) -> &'static str {
-        match self {
-            RootKind::Directory => "directory",
-            RootKind::File => "file",
-            RootKind::Special => "special",
-        }
-    }
-}
-
 /// A root a rule was anchored to.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
 pub struct Granted {
     /// The root as given.
+    #[cfg_attr(feature = "serde", serde(serialize_with = "crate::serialize::path"))]
     pub path: PathBuf,
     /// Where it came from.
     pub origin: Origin,
@@ -59,11 +27,18 @@ pub struct Granted {
     /// caller, a variable, a `.git` pointer) and for any root a warning is
     /// about; a fixed name (`/tmp`, `/dev/null`, `~/.cache/go-build`)
     /// otherwise leaves it `None`, saving a syscall a root at start-up.
+    #[cfg_attr(
+        feature = "serde",
+        serde(serialize_with = "crate::serialize::path_opt")
+    )]
     pub resolved: Option<PathBuf>,
     /// What it resolved to.
     pub kind: RootKind,
+    /// The write rights it is granted, when it is a directory.
+    pub rights: Rights,
     /// Device and inode the rule is anchored to: the identity the kernel
     /// checks, whatever name the inode is later reached by.
+    #[cfg_attr(feature = "serde", serde(skip))]
     id: (u64, u64),
 }
 
@@ -82,6 +57,7 @@ impl Granted {
             origin: origin.clone(),
             resolved,
             kind,
+            rights: Rights::All,
             id,
         }
     }
@@ -94,12 +70,15 @@ impl Granted {
 
 /// A root that grants nothing, and why.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
 pub struct Skipped {
     /// The root as given.
+    #[cfg_attr(feature = "serde", serde(serialize_with = "crate::serialize::path"))]
     pub path: PathBuf,
     /// Where it came from.
     pub origin: Origin,
     /// Why no rule could be anchored to it.
+    #[cfg_attr(feature = "serde", serde(flatten))]
     pub reason: SkipReason,
 }
 
@@ -110,99 +89,6 @@ impl Skipped {
             path: path.to_path_buf(),
             origin: origin.clone(),
             reason,
-        }
-    }
-}
-
-/// Why a root grants nothing.
-#[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum SkipReason {
-    /// The path (or a directory on the way) does not exist. Creating it
-    /// later does not make it writable: rules anchor to inodes, and there
-    /// was none.
-    Missing,
-    /// The path exists but could not be opened; `errno` says why
-    /// (`EACCES` on a directory on the way, `ELOOP`, `ENAMETOOLONG`, …).
-    CannotOpen {
-        /// The errno of the `open(O_PATH)`.
-        errno: i32,
-    },
-    /// The root came from the environment, the project's `.git` or a
-    /// built-in list, and resolves to the home directory, an ancestor of
-    /// it, or an ancestor of the project: granting it would widen the
-    /// sandbox to what it protects. Only a root the caller names may be
-    /// that wide.
-    Widens {
-        /// What it covers.
-        covers: Covers,
-        /// The path it resolved to.
-        resolved: PathBuf,
-    },
-    /// A git root (from `.git` or a `commondir`) that does not lead to a
-    /// git directory (`HEAD` and `objects/`, or `HEAD` and `commondir`).
-    NotAGitDirectory {
-        /// The path it resolved to.
-        resolved: PathBuf,
-    },
-    /// A git directory the project's `.git` file or symlink leads to that
-    /// does not name the project back: a linked worktree's gitdir whose
-    /// `gitdir` file does not lead to the project's `.git`, or a repository
-    /// whose `core.worktree` does not lead to the project. It is another
-    /// working tree's, and granting it would make its `hooks/` and `config`
-    /// writable. `--allow` (or [`Origin::Extra`]) grants it anyway.
-    AnotherWorkingTree {
-        /// The path it resolved to.
-        resolved: PathBuf,
-        /// The project whose `.git` led there.
-        project: PathBuf,
-    },
-}
-
-impl SkipReason {
-    /// A short, stable name for programs: `missing`, `cannot-open`,
-    /// `widens`, `not-a-git-directory` or `another-working-tree`.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// assert_eq!(strument_sandbox::SkipReason::Missing.name(), "missing");
-    /// ```
-    #[must_use]
-    pub fn name(&self) -> &'static str {
-        match self {
-            SkipReason::Missing => "missing",
-            SkipReason::CannotOpen { .. } => "cannot-open",
-            SkipReason::Widens { .. } => "widens",
-            SkipReason::NotAGitDirectory { .. } => "not-a-git-directory",
-            SkipReason::AnotherWorkingTree { .. } => "another-working-tree",
-        }
-    }
-}
-
-impl fmt::Display for SkipReason {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            SkipReason::Missing => f.write_str("does not exist"),
-            SkipReason::CannotOpen { errno } => {
-                write!(f, "cannot open: {}", io::Error::from_raw_os_error(*errno))
-            }
-            SkipReason::Widens { covers, resolved } => write!(
-                f,
-                "resolves to {}, {covers}: only a root named by the caller may be that wide",
-                resolved.display()
-            ),
-            SkipReason::NotAGitDirectory { resolved } => write!(
-                f,
-                "resolves to {}, which is not a git directory (no HEAD with objects/ or commondir)",
-                resolved.display()
-            ),
-            SkipReason::AnotherWorkingTree { resolved, project } => write!(
-                f,
-                "resolves to {}, the git directory of another working tree (its gitdir or core.worktree does not name {}); --allow it to grant it anyway",
-                resolved.display(),
-                project.display()
-            ),
         }
     }
 }
@@ -280,27 +166,31 @@ impl fmt::Display for Warning {
 /// directory created later is not writable, because there was nothing to
 /// anchor a rule to.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
 #[non_exhaustive]
 pub struct Report {
-    /// The kernel's Landlock ABI (0 if none; only [`Policy::check`] can
-    /// return a report without one).
-    pub abi: u32,
+    /// What the probe of the kernel found, once for the whole report: its
+    /// Landlock ABI (0 if none; only [`Policy::check`] can return a report
+    /// without one), what that ABI cannot enforce
+    /// ([`Availability::limitations`]), and whether every thread of a
+    /// process is confined at once ([`Availability::all_threads`], TSYNC;
+    /// otherwise [`Policy::apply`] ran in a process of one thread).
+    pub landlock: Availability,
     /// Roots a rule is anchored to, in policy order.
     pub granted: Vec<Granted>,
     /// Roots that grant nothing, with the reason.
     pub skipped: Vec<Skipped>,
     /// Things worth saying loudly.
+    #[cfg_attr(
+        feature = "serde",
+        serde(serialize_with = "crate::serialize::sentences")
+    )]
     pub warnings: Vec<Warning>,
-    /// What this kernel's Landlock cannot enforce or allow.
-    pub limitations: Vec<Limitation>,
-    /// Whether every thread of the process is confined (TSYNC, ABI 8);
-    /// otherwise the process had exactly one thread.
-    pub all_threads: bool,
     /// Sockets a confined command may connect to, in policy order. Before
     /// ABI 9 every socket is reachable and these are listed for the record.
-    pub sockets: Vec<GrantedSocket>,
+    pub sockets: Vec<Granted>,
     /// Sockets that grant nothing, with the reason.
-    pub skipped_sockets: Vec<SkippedSocket>,
+    pub skipped_sockets: Vec<Skipped>,
     /// Before ABI 9 only: the local services this user (and so a confined
     /// command) can reach over unix sockets, each of which can write for
     /// it. Empty from ABI 9, where the kernel closes the route.
@@ -358,7 +248,7 @@ impl Report {
     /// # Examples
     ///
     /// ```
-    /// use strument_sandbox::{Policy, Verdict};
+    /// use strument_sandbox::{Policy, explain::Verdict};
     ///
     /// let project = tempfile::tempdir()?;
     /// let report = Policy { writable: vec![project.path().to_path_buf().into()], ..Policy::default() }.check()?;

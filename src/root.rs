@@ -9,6 +9,7 @@
 
 use std::cell::OnceCell;
 use std::fmt;
+use std::io;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
@@ -31,12 +32,75 @@ use std::path::{Path, PathBuf};
 /// assert!(!cache.origin.is_explicit());
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
 pub struct Root {
     /// The path as given (not resolved: the kernel resolves it when the
     /// policy is applied, and the report says what it resolved to).
+    #[cfg_attr(feature = "serde", serde(serialize_with = "crate::serialize::path"))]
     pub path: PathBuf,
     /// Who named it.
     pub origin: Origin,
+    /// The write rights it is granted, when it is a directory: every one
+    /// unless the cache table narrows them.
+    pub rights: Rights,
+}
+
+/// The write rights a directory root is granted.
+///
+/// Every root gets every write right of the kernel's ABI, so that renames
+/// and hard links between roots work, except a cache that never legitimately
+/// holds a symlink: there a symlink could only be a plant, left for the
+/// user's own unconfined toolchain to follow (a symlink at
+/// `~/.cache/go-build/trim.txt` makes the next `go build` overwrite its
+/// target). Landlock checks `MAKE_SYM` when a symlink is created and when
+/// one is renamed or linked into the root.
+///
+/// # Examples
+///
+/// ```
+/// use strument_sandbox::{Origin, Rights, Root};
+/// let cache = Root::new("/home/me/.cache/go-build", Origin::Cache { variable: None })
+///     .with_rights(Rights::NoSymlinks);
+/// assert_eq!(cache.rights.name(), "no-symlinks");
+/// assert_eq!(Root::from("/srv/out").rights, Rights::All);
+/// ```
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
+#[cfg_attr(feature = "serde", serde(rename_all = "kebab-case"))]
+#[non_exhaustive]
+pub enum Rights {
+    /// Every write right the kernel's ABI handles.
+    #[default]
+    All,
+    /// Every write right but `MAKE_SYM`: no symlink can be made in the root
+    /// or moved into it.
+    NoSymlinks,
+}
+
+impl Rights {
+    /// A short, stable name for programs: `all` or `no-symlinks`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// assert_eq!(strument_sandbox::Rights::All.name(), "all");
+    /// ```
+    #[must_use]
+    pub fn name(&self) -> &'static str {
+        match self {
+            Rights::All => "all",
+            Rights::NoSymlinks => "no-symlinks",
+        }
+    }
+}
+
+impl fmt::Display for Rights {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Rights::All => "every write right",
+            Rights::NoSymlinks => "no symlinks may be made or moved in",
+        })
+    }
 }
 
 impl Root {
@@ -53,7 +117,23 @@ impl Root {
         Root {
             path: path.into(),
             origin,
+            rights: Rights::All,
         }
+    }
+
+    /// This root, granted `rights` instead of every write right.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use strument_sandbox::{Rights, Root};
+    /// let r = Root::from("/srv/cache").with_rights(Rights::NoSymlinks);
+    /// assert_eq!(r.rights, Rights::NoSymlinks);
+    /// ```
+    #[must_use]
+    pub fn with_rights(mut self, rights: Rights) -> Root {
+        self.rights = rights;
+        self
     }
 }
 
@@ -89,10 +169,13 @@ impl From<String> for Root {
 
 /// An environment variable a root was read from, and its value as read.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
 pub struct Variable {
     /// The variable's name (`TMPDIR`, `XDG_CACHE_HOME`, `GOCACHE`, …).
+    #[cfg_attr(feature = "serde", serde(rename = "variable"))]
     pub name: &'static str,
     /// Its value.
+    #[cfg_attr(feature = "serde", serde(serialize_with = "crate::serialize::path"))]
     pub value: PathBuf,
 }
 
@@ -102,7 +185,8 @@ impl fmt::Display for Variable {
     }
 }
 
-/// Where a root came from.
+/// Where a root (a writable place, or a place unix sockets may be reached)
+/// came from.
 ///
 /// Roots the caller names ([`Project`](Origin::Project),
 /// [`State`](Origin::State), [`Extra`](Origin::Extra)) are granted
@@ -110,6 +194,8 @@ impl fmt::Display for Variable {
 /// directory or above. Every other root is derived (from the environment,
 /// the project's `.git`, or built in) and is skipped if it resolves there.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
+#[cfg_attr(feature = "serde", serde(tag = "kind", rename_all = "kebab-case"))]
 #[non_exhaustive]
 pub enum Origin {
     /// The project root, named by the caller.
@@ -121,11 +207,13 @@ pub enum Origin {
     Git {
         /// The file or symlink that named it: `<project>/.git` or a
         /// worktree's `commondir`.
+        #[cfg_attr(feature = "serde", serde(serialize_with = "crate::serialize::path"))]
         pointer: PathBuf,
     },
     /// Temporary space: `$TMPDIR`, or built in (`/tmp`, `/var/tmp`, `/dev/shm`).
     Temp {
         /// The variable it was read from, if any.
+        #[cfg_attr(feature = "serde", serde(flatten))]
         variable: Option<Variable>,
     },
     /// A device file programs write (`/dev/null`, `/dev/pts`, …).
@@ -134,11 +222,17 @@ pub enum Origin {
     /// variable (`XDG_CACHE_HOME`, `GOCACHE`, `CARGO_HOME`, …) says.
     Cache {
         /// The variable it was read from, if any.
+        #[cfg_attr(feature = "serde", serde(flatten))]
         variable: Option<Variable>,
     },
-    /// Named by the caller: `--allow`, the library's `extra`, or any path
-    /// converted into a [`Root`].
+    /// Named by the caller: `--allow`, `--allow-socket`, the library's
+    /// `extra`, or any path converted into a [`Root`].
     Extra,
+    /// A socket: `$SSH_AUTH_SOCK`, so that `git` over ssh signs in through
+    /// the agent.
+    SshAgent,
+    /// A socket: gpg-agent's (and keyboxd's), for signed commits and tags.
+    GpgAgent,
 }
 
 impl Origin {
@@ -158,7 +252,7 @@ impl Origin {
     }
 
     /// A short, stable name for programs: `project`, `state`, `git`,
-    /// `temp`, `device`, `cache` or `extra`.
+    /// `temp`, `device`, `cache`, `extra`, `ssh-agent` or `gpg-agent`.
     ///
     /// # Examples
     ///
@@ -175,6 +269,8 @@ impl Origin {
             Origin::Device => "device",
             Origin::Cache { .. } => "cache",
             Origin::Extra => "extra",
+            Origin::SshAgent => "ssh-agent",
+            Origin::GpgAgent => "gpg-agent",
         }
     }
 
@@ -206,12 +302,173 @@ impl fmt::Display for Origin {
             Origin::Cache { variable: Some(v) } => write!(f, "cache, from {v}"),
             Origin::Cache { variable: None } => f.write_str("cache, under the home directory"),
             Origin::Extra => f.write_str("named by the caller"),
+            Origin::SshAgent => {
+                f.write_str("$SSH_AUTH_SOCK: git and ssh sign in through the agent")
+            }
+            Origin::GpgAgent => f.write_str("gpg-agent: signed commits and tags"),
+        }
+    }
+}
+
+/// What a root was found to be when it was opened.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
+#[cfg_attr(feature = "serde", serde(rename_all = "kebab-case"))]
+#[non_exhaustive]
+pub enum RootKind {
+    /// A directory: every write right, for everything beneath it.
+    Directory,
+    /// A regular file (a lock file, say): write and truncate only.
+    File,
+    /// A device node, fifo or socket (`/dev/null`, `/dev/tty`): write and
+    /// truncate only, since directory rights on it are meaningless and the
+    /// kernel refuses them.
+    Special,
+}
+
+impl RootKind {
+    /// A short, stable name for programs.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// assert_eq!(strument_sandbox::root::RootKind::Directory.name(), "directory");
+    /// ```
+    #[must_use]
+    pub fn name(&self) -> &'static str {
+        match self {
+            RootKind::Directory => "directory",
+            RootKind::File => "file",
+            RootKind::Special => "special",
+        }
+    }
+}
+
+/// Why a root grants nothing.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
+#[cfg_attr(feature = "serde", serde(tag = "reason", rename_all = "kebab-case"))]
+#[non_exhaustive]
+pub enum SkipReason {
+    /// The path (or a directory on the way) does not exist. Creating it
+    /// later does not make it writable: rules anchor to inodes, and there
+    /// was none.
+    Missing,
+    /// The path exists but could not be opened; `errno` says why
+    /// (`EACCES` on a directory on the way, `ELOOP`, `ENAMETOOLONG`, …).
+    CannotOpen {
+        /// The errno of the `open(O_PATH)`.
+        errno: i32,
+    },
+    /// The root came from the environment, the project's `.git` or a
+    /// built-in list, and resolves to the home directory, an ancestor of
+    /// it, or an ancestor of the project: granting it would widen the
+    /// sandbox to what it protects. Only a root the caller names may be
+    /// that wide.
+    Widens {
+        /// What it covers.
+        covers: Covers,
+        /// The path it resolved to.
+        #[cfg_attr(feature = "serde", serde(serialize_with = "crate::serialize::path"))]
+        resolved: PathBuf,
+    },
+    /// A git root (from `.git` or a `commondir`) that does not lead to a
+    /// git directory (`HEAD` and `objects/`, or `HEAD` and `commondir`).
+    NotAGitDirectory {
+        /// The path it resolved to.
+        #[cfg_attr(feature = "serde", serde(serialize_with = "crate::serialize::path"))]
+        resolved: PathBuf,
+    },
+    /// The root came from the environment, the cache home or the project's
+    /// `.git`, and resolves through a symlink that sits in a granted
+    /// directory, where a confined command could have planted it, to a
+    /// place outside every granted directory. (`TMPDIR=/tmp/nix-shell.X`
+    /// replaced by a symlink to `~/.local/bin`.)
+    ThroughWritable {
+        /// The symlink on the way.
+        #[cfg_attr(feature = "serde", serde(serialize_with = "crate::serialize::path"))]
+        link: PathBuf,
+        /// The path it resolved to.
+        #[cfg_attr(feature = "serde", serde(serialize_with = "crate::serialize::path"))]
+        resolved: PathBuf,
+    },
+    /// A git directory the project's `.git` file or symlink leads to that
+    /// does not name the project back: a linked worktree's gitdir whose
+    /// `gitdir` file does not lead to the project's `.git`, or a repository
+    /// whose `core.worktree` does not lead to the project. It is another
+    /// working tree's, and granting it would make its `hooks/` and `config`
+    /// writable. `--allow` (or [`Origin::Extra`]) grants it anyway.
+    AnotherWorkingTree {
+        /// The path it resolved to.
+        #[cfg_attr(feature = "serde", serde(serialize_with = "crate::serialize::path"))]
+        resolved: PathBuf,
+        /// The project whose `.git` led there.
+        #[cfg_attr(feature = "serde", serde(serialize_with = "crate::serialize::path"))]
+        project: PathBuf,
+    },
+}
+
+impl SkipReason {
+    /// A short, stable name for programs: `missing`, `cannot-open`,
+    /// `widens`, `not-a-git-directory`, `through-writable` or
+    /// `another-working-tree`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// assert_eq!(strument_sandbox::SkipReason::Missing.name(), "missing");
+    /// ```
+    #[must_use]
+    pub fn name(&self) -> &'static str {
+        match self {
+            SkipReason::Missing => "missing",
+            SkipReason::CannotOpen { .. } => "cannot-open",
+            SkipReason::Widens { .. } => "widens",
+            SkipReason::NotAGitDirectory { .. } => "not-a-git-directory",
+            SkipReason::ThroughWritable { .. } => "through-writable",
+            SkipReason::AnotherWorkingTree { .. } => "another-working-tree",
+        }
+    }
+}
+
+impl fmt::Display for SkipReason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            SkipReason::Missing => f.write_str("does not exist"),
+            SkipReason::CannotOpen { errno } => {
+                write!(f, "cannot open: {}", io::Error::from_raw_os_error(*errno))
+            }
+            SkipReason::Widens { covers, resolved } => write!(
+                f,
+                "resolves to {}, {covers}: only a root named by the caller may be that wide",
+                resolved.display()
+            ),
+            SkipReason::NotAGitDirectory { resolved } => write!(
+                f,
+                "resolves to {}, which is not a git directory (no HEAD with objects/ or commondir)",
+                resolved.display()
+            ),
+            SkipReason::ThroughWritable { link, resolved } => write!(
+                f,
+                "resolves through {}, a symlink in a granted directory that a confined command \
+                 could have planted, to {}, outside every granted directory",
+                link.display(),
+                resolved.display()
+            ),
+            SkipReason::AnotherWorkingTree { resolved, project } => write!(
+                f,
+                "resolves to {}, the git directory of another working tree (its gitdir or core.worktree does not name {}); --allow it to grant it anyway",
+                resolved.display(),
+                project.display()
+            ),
         }
     }
 }
 
 /// What a root resolves to that makes it too wide to be derived.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
+#[cfg_attr(feature = "serde", serde(rename_all = "kebab-case"))]
 #[non_exhaustive]
 pub enum Covers {
     /// The home directory itself.
@@ -228,7 +485,7 @@ impl Covers {
     /// # Examples
     ///
     /// ```
-    /// assert_eq!(strument_sandbox::Covers::AboveHome.name(), "above-home");
+    /// assert_eq!(strument_sandbox::root::Covers::AboveHome.name(), "above-home");
     /// ```
     #[must_use]
     pub fn name(&self) -> &'static str {
@@ -374,7 +631,7 @@ fn chain(start: &Path) -> Vec<(u64, u64)> {
 /// # Examples
 ///
 /// ```
-/// use strument_sandbox::{Covers, covers_home};
+/// use strument_sandbox::{root::Covers, root::covers_home};
 /// if let Some(home) = std::env::var_os("HOME").map(std::path::PathBuf::from) {
 ///     if home.is_dir() {
 ///         assert_eq!(covers_home(&home), Some(Covers::Home));

@@ -1,256 +1,147 @@
-//! `Serialize` for the report types, with the `serde` feature: the shape
-//! `strument-sandbox … --json` prints, so a program (an agent's `/sandbox`
-//! view) reads the same fields from the library as from the tool.
+//! With the `serde` feature the report types derive `Serialize`; this
+//! module holds the three ways a field is written that a derive does not
+//! know, and the test that pins the names programs read.
 //!
-//! Paths are strings (lossy UTF-8); enums with a stable name are that name;
-//! a type with a sentence for people carries it as `detail` (or is that
-//! sentence, for [`Warning`]).
+//! The shape is documented once, in `doc/json.md`: paths as lossy strings,
+//! enums by their kebab-case name, an enum with data as an object tagged
+//! with its variant, a warning as its sentence.
 
-use std::path::Path;
+use std::fmt::Display;
+use std::path::{Path, PathBuf};
 
-use serde::ser::{Serialize, SerializeStruct as _, Serializer};
+use serde::Serializer;
 
-use crate::abi::Feature;
-use crate::denials::{Denial, DeniedPath, Operation, RefusedBy};
-use crate::error::ProbeError;
-use crate::explain::{Explanation, Verdict};
-use crate::probe::{Availability, Limitation};
-use crate::report::{Granted, Report, RootKind, SkipReason, Skipped, Warning};
-use crate::root::{Covers, Origin, Root};
-use crate::services::{Service, ServiceKind};
-use crate::sockets::{GrantedSocket, SkippedSocket, Socket, SocketReason};
-use crate::tripwire::{Change, ChangeKind};
+/// A path as a string, lossy where it is not UTF-8 (serde's own refuses
+/// such a path, and the sandbox must work with them).
+pub(crate) fn path<S: Serializer>(path: &Path, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_str(&path.to_string_lossy())
+}
 
-/// A path as a string, lossy where it is not UTF-8.
-struct Lossy<'a>(&'a Path);
-
-impl Serialize for Lossy<'_> {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.serialize_str(&self.0.to_string_lossy())
+/// [`path`], or `null`.
+// serde's `serialize_with` hands over a reference to the field itself.
+#[allow(clippy::ref_option)]
+pub(crate) fn path_opt<S: Serializer>(path: &Option<PathBuf>, s: S) -> Result<S::Ok, S::Error> {
+    match path {
+        Some(p) => s.serialize_some(&p.to_string_lossy()),
+        None => s.serialize_none(),
     }
 }
 
-fn lossy(path: &Path) -> Lossy<'_> {
-    Lossy(path)
-}
-
-fn lossy_opt(path: Option<&Path>) -> Option<Lossy<'_>> {
-    path.map(Lossy)
-}
-
-/// Types that serialize as their stable `name()`.
-macro_rules! by_name {
-    ($($ty:ty),* $(,)?) => {$(
-        impl Serialize for $ty {
-            fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-                s.serialize_str(self.name())
-            }
-        }
-    )*};
-}
-
-by_name!(
-    RootKind,
-    SkipReason,
-    Limitation,
-    Covers,
-    ServiceKind,
-    SocketReason,
-    ChangeKind,
-    Feature,
-    Operation,
-    RefusedBy,
-);
-
-/// Types that serialize as the sentence a person reads.
-macro_rules! by_display {
-    ($($ty:ty),* $(,)?) => {$(
-        impl Serialize for $ty {
-            fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-                s.collect_str(self)
-            }
-        }
-    )*};
-}
-
-by_display!(Warning);
-
-/// Types that serialize as an object: each field a key and an expression
-/// of `$this`, the value.
-macro_rules! object {
-    ($($ty:ty => |$this:ident| { $($key:literal: $value:expr),* $(,)? })*) => {$(
-        impl Serialize for $ty {
-            fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-                let $this = self;
-                let mut o = s.serialize_struct(stringify!($ty), [$($key),*].len())?;
-                $(o.serialize_field($key, &$value)?;)*
-                o.end()
-            }
-        }
-    )*};
-}
-
-object! {
-    Origin => |o| {
-        "kind": o.name(),
-        "variable": o.variable().map(|v| v.name),
-        "value": lossy_opt(o.variable().map(|v| v.value.as_path())),
-        "pointer": match o {
-            Origin::Git { pointer } => Some(lossy(pointer)),
-            _ => None,
-        },
-        "explicit": o.is_explicit(),
-    }
-    Root => |r| {
-        "path": lossy(&r.path),
-        "origin": r.origin,
-    }
-    Socket => |k| {
-        "path": lossy(&k.path),
-        "reason": k.reason,
-    }
-    Granted => |g| {
-        "path": lossy(&g.path),
-        "kind": g.kind,
-        "origin": g.origin,
-        "resolved": lossy_opt(g.resolved.as_deref()),
-    }
-    Skipped => |k| {
-        "path": lossy(&k.path),
-        "reason": k.reason,
-        "detail": k.reason.to_string(),
-        "origin": k.origin,
-    }
-    GrantedSocket => |g| {
-        "path": lossy(&g.path),
-        "kind": g.kind,
-        "reason": g.reason,
-        "detail": g.reason.to_string(),
-    }
-    SkippedSocket => |k| {
-        "path": lossy(&k.path),
-        "reason": k.reason,
-        "skip": k.skip,
-        "detail": k.skip.to_string(),
-    }
-    Service => |v| {
-        "kind": v.kind,
-        "path": lossy(&v.path),
-        "allows": v.kind.allows(),
-        "closed_by_linux": Feature::ResolveUnix.since_linux(),
-        "closed_by_abi": Feature::ResolveUnix.since_abi(),
-    }
-    Report => |r| {
-        "abi": r.abi,
-        "granted": r.granted,
-        "skipped": r.skipped,
-        "warnings": r.warnings,
-        "limitations": r.limitations,
-        "all_threads": r.all_threads,
-        "sockets": r.sockets,
-        "skipped_sockets": r.skipped_sockets,
-        "reachable_services": r.reachable_services,
-    }
-    // The same fields as Availability's, which flattens it.
-    ProbeError => |e| {
-        "reason": e.name(),
-        "errno": e.errno(),
-        "message": e.to_string(),
-        "hint": e.hint(),
-    }
-    Availability => |a| {
-        "supported": a.supported(),
-        "abi": a.abi,
-        "reason": a.error.as_ref().map(ProbeError::name),
-        "errno": a.error.as_ref().and_then(ProbeError::errno),
-        "message": a.error.as_ref().map(ToString::to_string),
-        "hint": a.error.as_ref().map(ProbeError::hint),
-        "all_threads": a.all_threads(),
-        "limitations": a.limitations(),
-    }
-    Verdict => |v| {
-        "writable": matches!(v, Verdict::Granted(_)),
-        "granted_by": verdict_fields(v).0,
-        "allow": verdict_fields(v).1,
-        "skipped": verdict_fields(v).2,
-    }
-    Explanation => |e| {
-        "path": lossy(&e.path),
-        "writable": e.is_granted(),
-        "checked": lossy(&e.checked),
-        "exists": e.exists,
-        "granted_by": verdict_fields(&e.verdict).0,
-        "allow": verdict_fields(&e.verdict).1,
-        "skipped": verdict_fields(&e.verdict).2,
-    }
-    Change => |c| {
-        "path": lossy(&c.path),
-        "name": lossy(&c.name),
-        "kind": c.kind,
-        "target": lossy_opt(c.target.as_deref()),
-        "why": c.why,
-        "line": c.to_string(),
-    }
-    Denial => |d| {
-        "operation": d.operation,
-        "syscall": d.syscall,
-        "errno": d.errno,
-        "program": d.program,
-        "paths": d.paths,
-        "refused_by": d.refused_by,
-        "allow": d.allow().iter().map(|p| p.to_string_lossy().into_owned()).collect::<Vec<_>>(),
-        "count": d.count,
-        "line": d.to_string(),
-    }
-    DeniedPath => |p| {
-        "given": lossy(&p.given),
-        "absolute": lossy_opt(p.absolute.as_deref()),
-        "explanation": p.explanation.as_ref().ok(),
-        "error": p.explanation.as_ref().err(),
-        "permitted": p.permitted,
-    }
-}
-
-/// The root that grants, or the root to allow and the skipped ones on the way.
-fn verdict_fields(v: &Verdict) -> (Option<&Granted>, Option<Lossy<'_>>, &[Skipped]) {
-    match v {
-        Verdict::Granted(root) => (Some(root), None, &[]),
-        Verdict::Denied { allow, skipped } => (None, Some(lossy(allow)), skipped),
-    }
+/// Each item as the sentence a person reads.
+pub(crate) fn sentences<S: Serializer, T: Display>(items: &[T], s: S) -> Result<S::Ok, S::Error> {
+    s.collect_seq(items.iter().map(ToString::to_string))
 }
 
 // serde_json comes with the `cli` feature.
 #[cfg(all(test, feature = "cli"))]
 mod tests {
-    use crate::{Policy, SkipReason};
+    use std::collections::BTreeSet;
+
+    use serde_json::{Value, json};
+
+    use crate::root::{Covers, Variable};
+    use crate::{Availability, Origin, Policy, ProbeError, Root, SkipReason, Skipped};
+
+    /// The keys of an object, sorted.
+    fn keys(v: &Value) -> BTreeSet<&str> {
+        v.as_object()
+            .map(|o| o.keys().map(String::as_str).collect())
+            .unwrap_or_default()
+    }
 
     #[test]
-    fn a_report_serializes_in_the_shape_the_cli_prints() {
+    fn the_names_programs_read_stay_as_documented() {
         let report = Policy {
             writable: vec!["/tmp".into(), "/no/such/dir".into()],
-            ..Policy::default()
+            sockets: vec![Root::new("/no/such/socket", Origin::SshAgent)],
         }
         .check()
         .expect("absolute paths");
         let v = serde_json::to_value(&report).expect("string keys");
-        assert_eq!(v["granted"][0]["path"], "/tmp");
-        assert_eq!(v["granted"][0]["kind"], "directory");
-        assert_eq!(v["granted"][0]["origin"]["kind"], "extra");
-        assert_eq!(v["granted"][0]["origin"]["explicit"], true);
-        assert_eq!(v["skipped"][0]["path"], "/no/such/dir");
-        assert_eq!(v["skipped"][0]["reason"], SkipReason::Missing.name());
-        assert_eq!(v["skipped"][0]["detail"], "does not exist");
-        let explained = report
+        assert_eq!(
+            keys(&v),
+            BTreeSet::from([
+                "landlock",
+                "granted",
+                "skipped",
+                "warnings",
+                "sockets",
+                "skipped_sockets",
+                "reachable_services",
+            ])
+        );
+        assert_eq!(
+            v["granted"][0],
+            json!({"path": "/tmp", "kind": "directory", "origin": {"kind": "extra"}, "resolved": null, "rights": "all"})
+        );
+        assert_eq!(
+            v["skipped"][0],
+            json!({"path": "/no/such/dir", "origin": {"kind": "extra"}, "reason": "missing"})
+        );
+        assert_eq!(
+            v["skipped_sockets"][0],
+            json!({"path": "/no/such/socket", "origin": {"kind": "ssh-agent"}, "reason": "missing"})
+        );
+        assert!(keys(&v["landlock"]).contains("abi"));
+
+        let widens = Skipped {
+            path: "/h/c".into(),
+            origin: Origin::Cache {
+                variable: Some(Variable {
+                    name: "GOCACHE",
+                    value: "/h/c".into(),
+                }),
+            },
+            reason: SkipReason::Widens {
+                covers: Covers::Home,
+                resolved: "/h".into(),
+            },
+        };
+        assert_eq!(
+            serde_json::to_value(&widens).expect("string keys"),
+            json!({
+                "path": "/h/c",
+                "origin": {"kind": "cache", "variable": "GOCACHE", "value": "/h/c"},
+                "reason": "widens", "covers": "home", "resolved": "/h",
+            })
+        );
+        let blocked = Availability {
+            abi: 0,
+            error: Some(ProbeError::Blocked { errno: 1 }),
+        };
+        assert_eq!(
+            serde_json::to_value(&blocked).expect("string keys"),
+            json!({"abi": 0, "reason": "blocked", "errno": 1})
+        );
+        let disabled = Availability {
+            abi: 0,
+            error: Some(ProbeError::DisabledAtBoot),
+        };
+        assert_eq!(
+            serde_json::to_value(&disabled).expect("string keys")["reason"],
+            ProbeError::DisabledAtBoot.name()
+        );
+
+        let denied = report
             .explain("/no/such/dir/file".as_ref())
             .expect("absolute");
-        let e = serde_json::to_value(&explained).expect("string keys");
-        assert_eq!(e["writable"], false);
-        assert_eq!(e["granted_by"], serde_json::Value::Null);
-        assert_eq!(e["skipped"][0]["reason"], "missing");
-        let inside = report.explain("/tmp/x".as_ref()).expect("absolute");
-        let i = serde_json::to_value(&inside).expect("string keys");
-        assert_eq!(i["writable"], true);
-        assert_eq!(i["granted_by"]["path"], "/tmp");
-        assert_eq!(i["allow"], serde_json::Value::Null);
+        let e = serde_json::to_value(&denied).expect("string keys");
+        assert_eq!(
+            keys(&e),
+            BTreeSet::from(["path", "checked", "exists", "denied"])
+        );
+        assert_eq!(e["denied"]["skipped"][0]["reason"], "missing");
+        let granted = report.explain("/tmp/x".as_ref()).expect("absolute");
+        let g = serde_json::to_value(&granted).expect("string keys");
+        assert_eq!(g["granted_by"]["path"], "/tmp");
+    }
+
+    #[test]
+    fn a_path_that_is_not_utf8_is_written_lossily() {
+        use std::os::unix::ffi::OsStrExt;
+        let odd = std::ffi::OsStr::from_bytes(b"/tmp/\xff");
+        let root = Root::new(odd, Origin::Extra);
+        let v = serde_json::to_value(&root).expect("lossy, not an error");
+        assert_eq!(v["path"], "/tmp/\u{fffd}");
     }
 }

@@ -13,6 +13,8 @@ use crate::sys;
 
 /// A kind of local service that acts for whoever connects to it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
+#[cfg_attr(feature = "serde", serde(rename_all = "kebab-case"))]
 #[non_exhaustive]
 pub enum ServiceKind {
     /// A tmux server (`/tmp/tmux-$UID/`).
@@ -40,7 +42,7 @@ impl ServiceKind {
     /// # Examples
     ///
     /// ```
-    /// assert_eq!(strument_sandbox::ServiceKind::Tmux.name(), "tmux");
+    /// assert_eq!(strument_sandbox::services::ServiceKind::Tmux.name(), "tmux");
     /// ```
     #[must_use]
     pub fn name(&self) -> &'static str {
@@ -61,7 +63,7 @@ impl ServiceKind {
     /// # Examples
     ///
     /// ```
-    /// assert!(strument_sandbox::ServiceKind::Tmux.allows().contains("run-shell"));
+    /// assert!(strument_sandbox::services::ServiceKind::Tmux.allows().contains("run-shell"));
     /// ```
     #[must_use]
     pub fn allows(&self) -> &'static str {
@@ -90,15 +92,17 @@ impl ServiceKind {
 /// # Examples
 ///
 /// ```
-/// for s in strument_sandbox::reachable_services() {
+/// for s in strument_sandbox::services::reachable_services() {
 ///     println!("{s}");
 /// }
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
 pub struct Service {
     /// What listens there.
     pub kind: ServiceKind,
     /// The socket.
+    #[cfg_attr(feature = "serde", serde(serialize_with = "crate::serialize::path"))]
     pub path: PathBuf,
 }
 
@@ -129,7 +133,7 @@ impl fmt::Display for Service {
 /// # Examples
 ///
 /// ```
-/// let services = strument_sandbox::reachable_services();
+/// let services = strument_sandbox::services::reachable_services();
 /// assert!(services.iter().all(|s| s.path.is_absolute()));
 /// ```
 #[must_use]

@@ -7,125 +7,9 @@
 //! sockets listed here (and those a confined command creates itself, which
 //! the kernel exempts) are reachable.
 
-use std::fmt;
 use std::path::{Path, PathBuf};
 
-use crate::report::{RootKind, SkipReason};
-
-/// A place a confined command may connect to unix sockets: a socket file,
-/// or a directory (every socket beneath it).
-///
-/// # Examples
-///
-/// ```
-/// use strument_sandbox::{Socket, SocketReason};
-/// let db = Socket::new("/run/postgresql/.s.PGSQL.5432", SocketReason::Caller);
-/// assert_eq!(db.reason.name(), "caller");
-/// ```
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Socket {
-    /// The socket file or the directory, absolute.
-    pub path: PathBuf,
-    /// Why it is allowed.
-    pub reason: SocketReason,
-}
-
-impl Socket {
-    /// A socket allowed for `reason`.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use strument_sandbox::{Socket, SocketReason};
-    /// let s = Socket::new("/run/user/1000/ssh-agent.sock", SocketReason::SshAgent);
-    /// assert!(s.path.is_absolute());
-    /// ```
-    #[must_use]
-    pub fn new(path: impl Into<PathBuf>, reason: SocketReason) -> Socket {
-        Socket {
-            path: path.into(),
-            reason,
-        }
-    }
-}
-
-/// Why a confined command may connect to a socket.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum SocketReason {
-    /// The project: the session's own place (a dev server's socket).
-    Project,
-    /// The state directory: the session's own place.
-    State,
-    /// `$SSH_AUTH_SOCK`: `git` over ssh signs in through the agent.
-    SshAgent,
-    /// gpg-agent's sockets: signed commits and tags.
-    GpgAgent,
-    /// Named by the caller (`--allow-socket`): a database, Docker on purpose.
-    Caller,
-}
-
-impl SocketReason {
-    /// A short, stable name for programs.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// assert_eq!(strument_sandbox::SocketReason::SshAgent.name(), "ssh-agent");
-    /// ```
-    #[must_use]
-    pub fn name(&self) -> &'static str {
-        match self {
-            SocketReason::Project => "project",
-            SocketReason::State => "state",
-            SocketReason::SshAgent => "ssh-agent",
-            SocketReason::GpgAgent => "gpg-agent",
-            SocketReason::Caller => "caller",
-        }
-    }
-
-    /// Whether the path must be a socket file, not a directory. Paths taken
-    /// from the environment are: `SSH_AUTH_SOCK=/tmp` must not open every
-    /// tmux and X11 socket beneath it.
-    fn must_be_socket(self) -> bool {
-        matches!(self, SocketReason::SshAgent | SocketReason::GpgAgent)
-    }
-}
-
-impl fmt::Display for SocketReason {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            SocketReason::Project => "the project: the session's own sockets",
-            SocketReason::State => "the state directory: the session's own sockets",
-            SocketReason::SshAgent => "$SSH_AUTH_SOCK: git and ssh sign in through the agent",
-            SocketReason::GpgAgent => "gpg-agent: signed commits and tags",
-            SocketReason::Caller => "named by the caller",
-        })
-    }
-}
-
-/// A socket (or directory of sockets) a rule was anchored to.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct GrantedSocket {
-    /// The path as given.
-    pub path: PathBuf,
-    /// Why it is allowed.
-    pub reason: SocketReason,
-    /// What it resolved to: a directory, or [`RootKind::Special`] for a socket.
-    pub kind: RootKind,
-}
-
-/// A socket that grants nothing, and why.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SkippedSocket {
-    /// The path as given.
-    pub path: PathBuf,
-    /// Why it was asked for.
-    pub reason: SocketReason,
-    /// Why no rule could be anchored to it: missing, or cannot be opened
-    /// (`ENOTSOCK` for an agent path that is not a socket).
-    pub skip: SkipReason,
-}
+use crate::root::{Origin, Root, RootKind, SkipReason};
 
 /// The sockets a session connects to by default: the project and the
 /// state directory (the session's own places), `$SSH_AUTH_SOCK` and
@@ -140,15 +24,15 @@ pub struct SkippedSocket {
 /// # Examples
 ///
 /// ```
-/// use strument_sandbox::{SocketReason, default_sockets};
+/// use strument_sandbox::{Origin, default_sockets};
 /// let sockets = default_sockets("/home/me/project".as_ref(), None);
-/// assert_eq!(sockets[0].reason, SocketReason::Project);
+/// assert_eq!(sockets[0].origin, Origin::Project);
 /// ```
 #[must_use]
-pub fn default_sockets(project_root: &Path, state_dir: Option<&Path>) -> Vec<Socket> {
-    let mut out = vec![Socket::new(project_root, SocketReason::Project)];
+pub fn default_sockets(project_root: &Path, state_dir: Option<&Path>) -> Vec<Root> {
+    let mut out = vec![Root::new(project_root, Origin::Project)];
     if let Some(state) = state_dir {
-        out.push(Socket::new(state, SocketReason::State));
+        out.push(Root::new(state, Origin::State));
     }
     // A relative value names nothing a socket rule could anchor to (ssh
     // resolves it against whatever directory it runs in): ignored, as the
@@ -157,11 +41,11 @@ pub fn default_sockets(project_root: &Path, state_dir: Option<&Path>) -> Vec<Soc
         .map(PathBuf::from)
         .filter(|p| p.is_absolute())
     {
-        out.push(Socket::new(agent, SocketReason::SshAgent));
+        out.push(Root::new(agent, Origin::SshAgent));
     }
     if let Some(dir) = gpg_socket_dir() {
         for name in GPG_SOCKETS {
-            out.push(Socket::new(dir.join(name), SocketReason::GpgAgent));
+            out.push(Root::new(dir.join(name), Origin::GpgAgent));
         }
     }
     out
@@ -202,9 +86,12 @@ fn gpg_socket_dir() -> Option<PathBuf> {
 
 /// Checks what a socket path is, for the report: a directory, or a socket
 /// file; anything else is skipped.
-pub(crate) fn judge(socket: &Socket, kind: RootKind, is_socket: bool) -> Result<(), SkipReason> {
+pub(crate) fn judge(origin: &Origin, kind: RootKind, is_socket: bool) -> Result<(), SkipReason> {
+    // Paths taken from the environment must be socket files:
+    // `SSH_AUTH_SOCK=/tmp` must not open every tmux and X11 socket beneath it.
+    let must_be_socket = matches!(origin, Origin::SshAgent | Origin::GpgAgent);
     let fits = match kind {
-        RootKind::Directory => !socket.reason.must_be_socket(),
+        RootKind::Directory => !must_be_socket,
         RootKind::Special => is_socket,
         RootKind::File => false,
     };
@@ -223,11 +110,11 @@ mod tests {
 
     #[test]
     fn agents_must_be_sockets_and_the_project_may_be_a_directory() {
-        let agent = Socket::new("/tmp", SocketReason::SshAgent);
+        let agent = Origin::SshAgent;
         assert!(judge(&agent, RootKind::Directory, false).is_err());
         assert!(judge(&agent, RootKind::Special, true).is_ok());
         assert!(judge(&agent, RootKind::Special, false).is_err());
-        let project = Socket::new("/p", SocketReason::Project);
+        let project = Origin::Project;
         assert!(judge(&project, RootKind::Directory, false).is_ok());
         assert!(judge(&project, RootKind::File, false).is_err());
     }

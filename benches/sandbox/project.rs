@@ -42,11 +42,78 @@ impl Project {
             .map(|g| g.path.clone())
             .filter(|p| !p.starts_with("/dev") || p.starts_with("/dev/shm"))
             .collect();
-        Project {
+        let project = Project {
             dir,
             bwrap_binds,
             granted: report.granted.len(),
+        };
+        project.assert_confined(&report, stderr_log);
+        project
+    }
+
+    /// The ratios mean something only if the sandboxed variants are
+    /// confined: each of `run`, `Prepared::confine` and bwrap must refuse a
+    /// write beside the project (outside every root) and land one inside,
+    /// checked on disk. Stops the benchmark otherwise.
+    fn assert_confined(&self, report: &strument_sandbox::Report, stderr_log: &Path) {
+        let outside = self.dir.with_file_name(format!(
+            "{}-outside",
+            self.dir
+                .file_name()
+                .map_or("project".into(), |n| n.to_string_lossy())
+        ));
+        fs::create_dir_all(&outside)
+            .unwrap_or_else(|e| fail(&format!("{}: {e}", outside.display())));
+        let refused = outside.join("written");
+        let landed = self.dir.join("confinement-check");
+        let granted = report
+            .explain(&refused)
+            .unwrap_or_else(|e| fail(&format!("explain {}: {e}", refused.display())));
+        if granted.is_granted() {
+            fail(&format!(
+                "{} is writable under the project's policy ({:?}): the benchmark's sandbox would \
+                 confine nothing it could check; put the project elsewhere",
+                refused.display(),
+                granted.verdict
+            ));
         }
+        let prepared = Project::policy(&self.dir)
+            .prepare()
+            .unwrap_or_else(|e| fail(&format!("prepare: {e}")));
+        let sh = Path::new("sh");
+        // The write outside may fail (the point); the one inside must not.
+        let script = ["-c", "echo x > \"$1\" 2>/dev/null; echo y > \"$2\"", "sh"];
+        let mut confined = self.bare(sh, &script);
+        prepared.confine(&mut confined);
+        let variants = [
+            ("strument-sandbox run", self.sandboxed(sh, &script)),
+            ("Prepared::confine", confined),
+            ("bwrap", self.bwrap(sh, &script)),
+        ];
+        for (name, mut cmd) in variants {
+            for file in [&refused, &landed] {
+                let _ = fs::remove_file(file);
+            }
+            run(cmd.arg(&refused).arg(&landed), stderr_log);
+            if refused.exists() || !landed.is_file() {
+                fail(&format!(
+                    "{name} is not confining as measured: the write to {} {}, the write to {} {}",
+                    refused.display(),
+                    if refused.exists() {
+                        "landed"
+                    } else {
+                        "was refused"
+                    },
+                    landed.display(),
+                    if landed.is_file() { "landed" } else { "failed" },
+                ));
+            }
+        }
+        let _ = fs::remove_file(&landed);
+        eprintln!(
+            "sandbox benchmark: run, Prepared::confine and bwrap refuse a write outside {} and land one inside",
+            self.dir.display()
+        );
     }
 
     /// The library's default policy for the project at `dir`.

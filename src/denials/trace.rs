@@ -45,16 +45,16 @@ pub(crate) struct Shared {
 
 /// Traces the command `root`, stopped by its `exec` under
 /// `PTRACE_TRACEME`, and every process it starts, until all have ended.
-/// `failed` hears of each candidate; `root_stopped` is called when the
-/// command stops for job control (Ctrl-Z). Returns the command's raw wait
-/// status.
+/// `failed` hears of each candidate; `changed` is called when the command
+/// stops for job control (Ctrl-Z: `true`) or ends (`false`). Returns the
+/// command's raw wait status.
 ///
 /// The calling thread must be the one that spawned `root`.
 pub(crate) fn trace(
     root: libc::pid_t,
     shared: &Shared,
     failed: &mut dyn FnMut(Failed),
-    root_stopped: &dyn Fn(),
+    changed: &dyn Fn(bool),
 ) -> io::Result<libc::c_int> {
     if let Some(status) = take_over(root)? {
         return Ok(status);
@@ -74,6 +74,7 @@ pub(crate) fn trace(
                 if pid == root {
                     root_status = Some(status);
                     shared.root_ended.store(true, Ordering::SeqCst);
+                    changed(false);
                 }
                 continue;
             }
@@ -121,7 +122,7 @@ pub(crate) fn trace(
                 // kernel then reports as another stop.
                 let _ = sys::listen(pid);
                 if pid == root {
-                    root_stopped();
+                    changed(true);
                 }
             } else {
                 // A new tracee's first stop, or the wake-up after SIGCONT.
@@ -195,7 +196,7 @@ fn take_over(root: libc::pid_t) -> io::Result<Option<libc::c_int>> {
     }
     // Ends the group-stop (its wake-up, and the SIGCONT itself, come back
     // to the loop as one more stop each, which it resumes), then lets it run.
-    sys::kill(root, libc::SIGCONT)?;
+    sys::signal_process(root, libc::SIGCONT)?;
     sys::cont(root, 0)?;
     Ok(None)
 }

@@ -69,27 +69,16 @@ pub(crate) fn add_path_beneath_rule(
     }
 }
 
-/// `struct open_how` from `<linux/openat2.h>`.
-#[repr(C)]
-struct OpenHow {
-    flags: u64,
-    mode: u64,
-    resolve: u64,
-}
-
-/// `RESOLVE_NO_SYMLINKS` from `<linux/openat2.h>`.
-const RESOLVE_NO_SYMLINKS: u64 = 0x04;
-
 /// Opens `path` with `O_PATH`, refusing every symlink on the way
 /// (`openat2` with `RESOLVE_NO_SYMLINKS`, Linux 5.6): success means the
 /// kernel resolved the path through no symlink at all. `ELOOP` says one
 /// was met; `ENOSYS` or a seccomp filter's errno says the call is missing.
 pub(crate) fn open_path_without_symlinks(path: &std::ffi::CStr) -> io::Result<OwnedFd> {
-    let how = OpenHow {
-        flags: (libc::O_PATH | libc::O_CLOEXEC) as u64,
-        mode: 0,
-        resolve: RESOLVE_NO_SYMLINKS,
-    };
+    // SAFETY: open_how is plain data (non-exhaustive in libc, so built from
+    // zeroes): all-zero is no flags, no mode, no resolve restriction.
+    let mut how: libc::open_how = unsafe { std::mem::zeroed() };
+    how.flags = (libc::O_PATH | libc::O_CLOEXEC) as u64;
+    how.resolve = libc::RESOLVE_NO_SYMLINKS;
     // SAFETY: `path` is a NUL-terminated string and `how` a valid open_how
     // of the size passed; both outlive the call, which copies them.
     let ret = unsafe {
@@ -98,7 +87,7 @@ pub(crate) fn open_path_without_symlinks(path: &std::ffi::CStr) -> io::Result<Ow
             libc::AT_FDCWD,
             path.as_ptr(),
             &raw const how,
-            std::mem::size_of::<OpenHow>(),
+            std::mem::size_of::<libc::open_how>(),
         )
     };
     if ret < 0 {

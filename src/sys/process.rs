@@ -1,4 +1,4 @@
-//! Identity, unix-socket probing, and signalling and reaping children.
+//! Identity and unix-socket probing.
 
 use std::io;
 use std::os::fd::{AsRawFd, OwnedFd};
@@ -52,50 +52,4 @@ pub(crate) fn unix_connectable(path: &std::path::Path) -> bool {
             io::Error::last_os_error().raw_os_error(),
             Some(libc::EAGAIN | libc::EINPROGRESS)
         )
-}
-
-/// Sends `signal` to process `pid`.
-pub(crate) fn kill(pid: libc::pid_t, signal: libc::c_int) -> io::Result<()> {
-    // SAFETY: kill takes integers only.
-    if unsafe { libc::kill(pid, signal) } == 0 {
-        Ok(())
-    } else {
-        Err(io::Error::last_os_error())
-    }
-}
-
-/// How a child was found by [`wait_child`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum ChildState {
-    /// It ended; the raw `waitpid` status, now reaped.
-    Ended(libc::c_int),
-    /// It stopped, by this signal.
-    Stopped(libc::c_int),
-    /// Nothing to report: still running.
-    Running,
-}
-
-/// `waitpid(pid, WNOHANG | WUNTRACED)`: reaps the child if it ended,
-/// reports a stop once, otherwise returns at once.
-pub(crate) fn wait_child(pid: libc::pid_t) -> io::Result<ChildState> {
-    let mut status: libc::c_int = 0;
-    loop {
-        // SAFETY: `status` is a valid int for the kernel to write.
-        let ret = unsafe { libc::waitpid(pid, &raw mut status, libc::WNOHANG | libc::WUNTRACED) };
-        if ret == 0 {
-            return Ok(ChildState::Running);
-        }
-        if ret < 0 {
-            let err = io::Error::last_os_error();
-            if err.raw_os_error() == Some(libc::EINTR) {
-                continue;
-            }
-            return Err(err);
-        }
-        return Ok(if libc::WIFSTOPPED(status) {
-            ChildState::Stopped(libc::WSTOPSIG(status))
-        } else {
-            ChildState::Ended(status)
-        });
-    }
 }

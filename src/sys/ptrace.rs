@@ -323,28 +323,26 @@ pub(crate) fn signal_thread(tid: libc::pid_t, signal: libc::c_int) -> io::Result
     }
 }
 
-/// Stops this whole process with `SIGTSTP`, as the terminal's Ctrl-Z
-/// would, though the calling thread blocks it: unblocked for the moment of
-/// a signal to this thread alone, which the kernel delivers before the
-/// call returns, then blocked again once the process is resumed.
-pub(crate) fn stop_self() -> io::Result<()> {
+/// Blocks `SIGTSTP` in the calling thread (a tracer of this crate's own),
+/// so that the terminal's Ctrl-Z, sent to the whole process, is taken by a
+/// thread that follows the command's stop instead.
+pub(crate) fn block_job_control_here() {
     // SAFETY: sigset_t is plain data; sigemptyset and sigaddset initialise
-    // it; pthread_sigmask reads it and writes the old mask into `old`.
-    let (tstp, mut old) = unsafe {
-        let mut tstp: libc::sigset_t = std::mem::zeroed();
-        libc::sigemptyset(&raw mut tstp);
-        libc::sigaddset(&raw mut tstp, libc::SIGTSTP);
-        (tstp, std::mem::zeroed::<libc::sigset_t>())
-    };
-    // SAFETY: valid sets for the call.
-    let ret = unsafe { libc::pthread_sigmask(libc::SIG_UNBLOCK, &raw const tstp, &raw mut old) };
-    if ret != 0 {
-        return Err(io::Error::from_raw_os_error(ret));
-    }
-    let sent = signal_thread(thread_id(), libc::SIGTSTP);
-    // SAFETY: `old` was written by the successful call above.
+    // it; pthread_sigmask reads it and keeps no pointer.
     unsafe {
-        libc::pthread_sigmask(libc::SIG_SETMASK, &raw const old, std::ptr::null_mut());
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&raw mut set);
+        libc::sigaddset(&raw mut set, libc::SIGTSTP);
+        libc::pthread_sigmask(libc::SIG_BLOCK, &raw const set, std::ptr::null_mut());
     }
-    sent
+}
+
+/// Sends `signal` to process `pid` (a tracee).
+pub(crate) fn signal_process(pid: libc::pid_t, signal: libc::c_int) -> io::Result<()> {
+    // SAFETY: kill takes integers only.
+    if unsafe { libc::kill(pid, signal) } == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
 }

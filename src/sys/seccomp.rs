@@ -4,19 +4,6 @@ use std::io;
 
 use crate::terminal::SockFilter;
 
-/// `SECCOMP_SET_MODE_FILTER` of `<linux/seccomp.h>`.
-const SECCOMP_SET_MODE_FILTER: libc::c_uint = 1;
-
-/// `SECCOMP_FILTER_FLAG_TSYNC`: install the filter on every thread.
-const SECCOMP_FILTER_FLAG_TSYNC: libc::c_uint = 1 << 0;
-
-/// `struct sock_fprog` of `<linux/filter.h>`.
-#[repr(C)]
-struct SockFprog {
-    len: libc::c_ushort,
-    filter: *const SockFilter,
-}
-
 /// Installs `program` as a seccomp filter on the calling thread, or on
 /// every thread with `all_threads`. Needs `no_new_privs` (or
 /// `CAP_SYS_ADMIN`); a filter, once installed, stays for good.
@@ -24,12 +11,14 @@ pub(crate) fn install_seccomp_filter(program: &[SockFilter], all_threads: bool) 
     let Ok(len) = libc::c_ushort::try_from(program.len()) else {
         return Err(io::Error::from_raw_os_error(libc::EINVAL));
     };
-    let prog = SockFprog {
+    // SockFilter is `struct sock_filter`, field for field (repr(C)); the
+    // kernel only reads through the pointer.
+    let prog = libc::sock_fprog {
         len,
-        filter: program.as_ptr(),
+        filter: program.as_ptr().cast_mut().cast(),
     };
     let flags = if all_threads {
-        SECCOMP_FILTER_FLAG_TSYNC
+        libc::SECCOMP_FILTER_FLAG_TSYNC
     } else {
         0
     };
@@ -38,7 +27,7 @@ pub(crate) fn install_seccomp_filter(program: &[SockFilter], all_threads: bool) 
     let ret = unsafe {
         libc::syscall(
             libc::SYS_seccomp,
-            SECCOMP_SET_MODE_FILTER,
+            libc::SECCOMP_SET_MODE_FILTER,
             flags,
             &raw const prog,
         )

@@ -237,7 +237,7 @@ fn explain_says_which_root_grants_a_write_or_what_to_allow() {
     let paths = v["paths"].as_array().expect("array");
     assert_eq!(paths[0]["writable"], false);
     assert_eq!(paths[0]["checked"], bashrc.to_str().expect("utf-8"));
-    assert_eq!(paths[0]["allow"], bashrc.to_str().expect("utf-8"));
+    assert_eq!(paths[0]["denied"]["allow"], bashrc.to_str().expect("utf-8"));
     assert_eq!(paths[1]["writable"], true);
     assert_eq!(paths[1]["exists"], false);
     assert_eq!(

@@ -270,7 +270,7 @@ fn below_abi_6_the_abstract_socket_route_is_open_and_reported() {
     let out = output(&mut cmd);
     assert_success(&out);
     let report: Value = serde_json::from_slice(&out.stdout).expect("JSON");
-    let limitations = report["limitations"].to_string();
+    let limitations = report["landlock"]["limitations"].to_string();
     assert!(
         limitations.contains("abstract-sockets-reachable"),
         "{limitations}"

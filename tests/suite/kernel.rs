@@ -179,34 +179,112 @@ fn a_root_created_after_apply_stays_unwritable() {
     fs::write(h.home.join("caller-still-free"), "x").expect("the parent stays unconfined");
 }
 
+/// A worker thread started before `apply`, which then writes `name` in the
+/// project and outside it (in the home) when told to; returns whether each
+/// write worked.
+fn worker_writing(
+    h: &FakeHome,
+    name: &str,
+) -> (
+    std::sync::mpsc::Sender<()>,
+    std::thread::JoinHandle<(bool, bool)>,
+) {
+    let (tx, rx) = std::sync::mpsc::channel::<()>();
+    let (inside, outside) = (h.project.join(name), h.home.join(name));
+    let worker = std::thread::spawn(move || {
+        rx.recv().expect("the go-ahead");
+        (
+            fs::write(&inside, "x").is_ok(),
+            fs::write(&outside, "x").is_ok(),
+        )
+    });
+    (tx, worker)
+}
+
+/// `apply` with a second thread running, where the probe says TSYNC is
+/// missing: refused, naming the threads, and every thread left unconfined.
+fn assert_refused_and_every_thread_free() {
+    let h = FakeHome::new();
+    let (go, worker) = worker_writing(&h, "worker-free");
+    let result = Policy {
+        writable: vec![h.project.clone().into()],
+        ..Policy::default()
+    }
+    .apply();
+    match result {
+        Err(ApplyError::Threads { threads, .. }) => assert!(threads >= 2, "{threads}"),
+        other => panic!("expected a refusal naming the threads, got {other:?}"),
+    }
+    // Refused means unconfined: this thread and the worker can still write
+    // anywhere.
+    fs::write(h.home.join("still-free"), "x").expect("refusal left the process confined");
+    go.send(()).expect("worker waiting");
+    let (inside, outside) = worker.join().expect("worker thread");
+    assert!(
+        inside && outside && h.home.join("worker-free").is_file(),
+        "the worker was confined: inside {inside}, outside {outside}"
+    );
+}
+
+/// On this kernel as it is: from ABI 8 (TSYNC) `apply` confines every
+/// thread, a worker started before it included (its write outside the
+/// project fails and leaves nothing, its write inside lands); below ABI 8
+/// it is refused and every thread stays free. The portable VM tier's 7.x
+/// guest runs the TSYNC side too (tests/vm/checks/sid/tsync-threads.sh).
 #[test]
-fn apply_in_a_multithreaded_process_without_tsync_is_refused() {
+fn apply_in_a_multithreaded_process_confines_every_thread_or_is_refused() {
     in_child(
-        "suite::kernel::apply_in_a_multithreaded_process_without_tsync_is_refused",
+        "suite::kernel::apply_in_a_multithreaded_process_confines_every_thread_or_is_refused",
         || {
             let a = probe();
+            assert!(
+                a.supported(),
+                "the kernel tier needs Landlock: {:?}",
+                a.error
+            );
+            if !a.all_threads() {
+                return assert_refused_and_every_thread_free();
+            }
             let h = FakeHome::new();
-            let (tx, rx) = std::sync::mpsc::channel::<()>();
-            let worker = std::thread::spawn(move || rx.recv().ok());
-            let result = Policy {
+            let (go, worker) = worker_writing(&h, "worker-write");
+            let report = Policy {
                 writable: vec![h.project.clone().into()],
                 ..Policy::default()
             }
-            .apply();
-            if a.all_threads() {
-                let report = result.expect("ABI 8 confines every thread");
-                assert!(report.all_threads);
-            } else {
-                match result {
-                    Err(ApplyError::Threads { threads, .. }) => assert!(threads >= 2, "{threads}"),
-                    other => panic!("expected a refusal naming the threads, got {other:?}"),
-                }
-                // Refused means unconfined: this process can still write anywhere.
-                fs::write(h.home.join("still-free"), "x")
-                    .expect("refusal left the process confined");
-            }
-            drop(tx);
-            worker.join().expect("worker thread");
+            .apply()
+            .expect("ABI 8 confines every thread");
+            assert!(report.landlock.all_threads());
+            go.send(()).expect("worker waiting");
+            let (inside, outside) = worker.join().expect("worker thread");
+            assert!(
+                inside && h.project.join("worker-write").is_file(),
+                "the worker could not write in the project"
+            );
+            assert!(
+                !outside && !h.home.join("worker-write").exists(),
+                "a thread started before apply wrote outside the project"
+            );
+        },
+    );
+}
+
+/// The refusal on every host: the ABI capped at 7 in the child (a debug
+/// build's `STRUMENT_SANDBOX_TEST_ABI_CAP`), whatever the kernel offers.
+#[test]
+fn apply_in_a_multithreaded_process_without_tsync_is_refused() {
+    super::roles::body_in_child(
+        "suite::kernel::apply_in_a_multithreaded_process_without_tsync_is_refused",
+        |cmd| {
+            cmd.env("STRUMENT_SANDBOX_TEST_ABI_CAP", "7");
+        },
+        || {
+            let a = probe();
+            assert!(
+                a.supported() && !a.all_threads(),
+                "STRUMENT_SANDBOX_TEST_ABI_CAP=7 did not cap the ABI below TSYNC (a debug build \
+                 is needed): {a:?}"
+            );
+            assert_refused_and_every_thread_free();
         },
     );
 }
@@ -261,3 +339,56 @@ fn the_command_refused_without_landlock_runs_with_it() {
 
 /// Widening the next sandbox, from inside this one or from the environment.
 mod widening;
+
+/// examples/tokio_agent.rs: an agent on tokio opens one `Session` and
+/// confines 32 commands it runs at once through it. Each child's write in
+/// the project lands and its write outside is refused, while the agent,
+/// whose runtime threads were never confined, still writes outside.
+#[test]
+fn an_async_agent_confines_32_children_and_stays_unconfined() {
+    let home = FakeHome::new();
+    let outside = home.home.join("outside");
+    fs::create_dir(&outside).expect("mkdir outside");
+    let example = build_example("tokio_agent");
+    let mut cmd = Command::new(&example);
+    home.env(&mut cmd);
+    cmd.arg(&home.project).arg(&outside).arg("32");
+    let out = output(&mut cmd);
+    assert_success(&out);
+    for i in 0..32 {
+        let inside = home.project.join(format!("child-{i}"));
+        let written = fs::read_to_string(&inside)
+            .unwrap_or_else(|e| panic!("{}: {e}\n{}", inside.display(), show(&out)));
+        assert_eq!(written, format!("child {i}\n"));
+        assert!(
+            !outside.join(format!("child-{i}")).exists(),
+            "child {i} wrote outside the project\n{}",
+            show(&out)
+        );
+    }
+    assert_eq!(
+        fs::read_to_string(outside.join("agent")).expect("the agent's own write outside"),
+        "written by the agent\n"
+    );
+    home.assert_sentinels_intact();
+}
+
+/// Builds `examples/NAME.rs` with this test's features and profile, and
+/// returns the executable (beside the test binary's `deps/`).
+fn build_example(name: &str) -> std::path::PathBuf {
+    let mut cargo = Command::new(env!("CARGO"));
+    cargo
+        .args(["build", "--quiet", "--features", "cli", "--example", name])
+        .arg("--manifest-path")
+        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("Cargo.toml"));
+    if !cfg!(debug_assertions) {
+        cargo.arg("--release");
+    }
+    assert_success(&output(&mut cargo));
+    let exe = std::env::current_exe().expect("the test binary's path");
+    let profile = exe
+        .parent()
+        .and_then(Path::parent)
+        .expect("target/<profile>/deps/<test>");
+    profile.join("examples").join(name)
+}

@@ -5,21 +5,25 @@
 //! tests/scenarios/scenarios.sh on this kernel (Landlock, go, crates.io);
 //! `tripwire` runs commands confined (Landlock); `denials` runs
 //! `run --explain-denials` as an ordinary user (root drops to `nobody`); `vm` boots Debian's kernels
-//! of every Landlock generation under qemu; `simulated`, `cli` and `writable`
-//! run anywhere.
+//! of every Landlock generation under qemu; `container` runs the scenarios in
+//! podman containers (root, podman, runc, Landlock); `simulated`, `cli`,
+//! `writable` and `readline` (a lint of the shared shell scripts) run anywhere.
 
 mod capped;
 mod cli;
+mod container;
 mod denials;
 mod deputies;
 mod kernel;
 mod network;
 mod props;
+mod readline;
 mod roles;
 mod routes;
 mod scenarios;
 mod simulated;
 mod support;
+mod through;
 mod tripwire;
 mod vm;
 mod widening;

@@ -20,8 +20,8 @@ use std::path::{Path, PathBuf};
 use proptest::prelude::*;
 use proptest::test_runner::Config;
 use strument_sandbox::{
-    ExplainError, Origin, Policy, PolicyError, Root, RootKind, SkipReason, Verdict, Warning,
-    default_writable,
+    ExplainError, Origin, Policy, PolicyError, Root, SkipReason, Warning, default_writable,
+    explain::Verdict, root::RootKind,
 };
 
 /// A directory tree holding every awkward kind of root.
@@ -454,6 +454,9 @@ mod kernel {
         .expect("prepare: this property needs Landlock");
         let report = prepared.report().clone();
         let n = AtomicU32::new(0);
+        // How many probes the kernel refused: the property says nothing
+        // unless it saw both verdicts.
+        let refusals = AtomicU32::new(0);
         proptest!(config(64), |(path in near_roots(t.base.clone()))| {
             let Ok(e) = report.explain(&path) else { return Ok(()) };
             // Probe only inside the tree: a write explain got wrong must not
@@ -487,6 +490,9 @@ mod kernel {
                 .expect("the probe printed its result");
             let _ = fs::remove_file(&target);
             let refused = errno == libc::EACCES;
+            if refused {
+                refusals.fetch_add(1, Ordering::Relaxed);
+            }
             prop_assert_eq!(
                 !refused,
                 e.is_granted(),
@@ -498,6 +504,13 @@ mod kernel {
         assert!(
             probed >= 16,
             "only {probed} of the generated paths were probed on the kernel"
+        );
+        let refused = refusals.load(Ordering::Relaxed);
+        assert!(
+            refused >= 4 && probed - refused >= 4,
+            "of {probed} probes the kernel refused {refused} and let {} land: too few of one \
+             verdict to compare explain with the kernel on both",
+            probed - refused
         );
     }
 }

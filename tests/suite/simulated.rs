@@ -1,7 +1,6 @@
 //! Kernels without Landlock, simulated with a seccomp filter that answers
 //! the Landlock syscalls the way such a kernel does. Runs on any kernel.
 
-use std::path::Path;
 use std::process::Command;
 
 use strument_sandbox::{ApplyError, Policy, ProbeError, probe};
@@ -104,8 +103,9 @@ fn apply_refuses_rather_than_enforcing_nothing() {
         |cmd| without_landlock(cmd, libc::ENOSYS),
         || {
             assert_eq!(probe().error, Some(ProbeError::NotBuilt));
+            let h = FakeHome::new();
             match (Policy {
-                writable: vec!["/tmp".into()],
+                writable: vec![h.project.clone().into()],
                 ..Policy::default()
             })
             .apply()
@@ -113,9 +113,11 @@ fn apply_refuses_rather_than_enforcing_nothing() {
                 Err(ApplyError::Unavailable(ProbeError::NotBuilt)) => {}
                 other => panic!("expected a refusal, got {other:?}"),
             }
-            // Unconfined, as before the call.
-            let here = Path::new(env!("CARGO_TARGET_TMPDIR")).join("apply-refused");
-            std::fs::write(&here, "x").expect("the refusal left the process confined");
+            // Unconfined, as before the call: a write outside the policy's
+            // root and every temp root (the fake home is under neither).
+            let outside = h.home.join("apply-refused");
+            std::fs::write(&outside, "x").expect("the refusal left the process confined");
+            assert!(outside.is_file());
         },
     );
 }

@@ -337,10 +337,30 @@ pub fn scenario_script() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/scenarios/scenarios.sh")
 }
 
-/// The scenarios the script runs in `mode` (`enabled` or `disabled`), as
-/// its registry lists them (`scenarios.sh list MODE`); every one must
-/// report `ok <name>:`.
-pub fn scenarios(mode: &str) -> Vec<String> {
+/// Every scenario of each mode, pinned here as the VM tier pins its checks:
+/// deleting a scenario from the script's registry fails
+/// [`the_scenario_registry_lists_exactly_the_pinned_scenarios`] (which runs
+/// in every profile, `nix build`'s included) instead of shrinking what every
+/// tier asserts. Adding one is an edit here too.
+pub const SCENARIOS: [(&str, &[&str]); 2] = [
+    (
+        "enabled",
+        &[
+            "probe-supported",
+            "go-test",
+            "cargo-build",
+            "rm-rf-home",
+            "write-outside-denied",
+        ],
+    ),
+    (
+        "disabled",
+        &["probe-refuses", "run-refuses", "policy-reports"],
+    ),
+];
+
+/// What the script's registry lists for `mode` (`scenarios.sh list MODE`).
+fn registered_scenarios(mode: &str) -> Vec<String> {
     require_tool("bash", "bash");
     let out = output(
         Command::new("bash")
@@ -349,16 +369,38 @@ pub fn scenarios(mode: &str) -> Vec<String> {
             .arg(mode),
     );
     assert_success(&out);
-    let names: Vec<String> = String::from_utf8_lossy(&out.stdout)
+    String::from_utf8_lossy(&out.stdout)
         .lines()
         .map(str::to_owned)
+        .collect()
+}
+
+/// The scenarios of `mode` (`enabled` or `disabled`) every tier must see
+/// report `ok <name>:`: the pinned [`SCENARIOS`], which the script's
+/// registry must list exactly, in order.
+pub fn scenarios(mode: &str) -> Vec<String> {
+    let pinned: Vec<String> = SCENARIOS
+        .iter()
+        .find(|(m, _)| *m == mode)
+        .unwrap_or_else(|| panic!("no scenario mode {mode:?}"))
+        .1
+        .iter()
+        .map(|s| (*s).to_owned())
         .collect();
-    assert!(
-        !names.is_empty(),
-        "no {mode} scenarios listed\n{}",
-        show(&out)
+    let registered = registered_scenarios(mode);
+    assert_eq!(
+        registered, pinned,
+        "tests/scenarios/scenarios.sh lists other {mode} scenarios than tests/suite/support.rs \
+         pins (SCENARIOS): a scenario was added or removed in one place only"
     );
-    names
+    pinned
+}
+
+#[test]
+fn the_scenario_registry_lists_exactly_the_pinned_scenarios() {
+    for (mode, _) in SCENARIOS {
+        scenarios(mode);
+    }
 }
 
 /// Asserts a run of the scenario script (on the host or inside a guest)

@@ -10,7 +10,7 @@ use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
-use strument_sandbox::Snapshot;
+use strument_sandbox::tripwire::Snapshot;
 
 use super::support::{
     BIN, FakeHome, assert_exit, assert_stdout, assert_success, output, require_tool, show,

@@ -118,6 +118,17 @@ fn assert_case(case: &Case) {
         show(&out)
     );
 
+    // The scenarios and checks ran as the ordinary user the guest added, as
+    // `id -u` under the same prefix says (root would bypass the permission
+    // checks a user's toolchains and homes meet).
+    let user = fact(&stdout, case.name, "scenarios ran as");
+    let uid = fact(&stdout, case.name, "scenarios uid");
+    assert!(
+        uid.parse::<u32>().is_ok_and(|uid| uid != 0) && user == format!("sandbox-test (uid {uid})"),
+        "the guest did not run the scenarios as an ordinary user: {user:?}, id -u {uid:?}\n{}",
+        show(&out)
+    );
+
     let kernel = fact(&stdout, case.name, "kernel");
     assert!(
         kernel.starts_with(case.kernel),

@@ -5,7 +5,7 @@
 # Checks that the kernel booted with the LSM list the host asked for, records
 # the kernel and what `strument-sandbox probe` sees, then runs the shared
 # scenarios as an ordinary user. Results go to /run/vm-out for the host:
-#   report         key: value facts (kernel, lsm, probe, user)
+#   report         key: value facts (kernel, lsm, probe, user, user-uid)
 #   scenarios.log  the scenarios' own output
 #   checks.log     the output of the case's own checks (tests/vm/checks/<case>/)
 #   status         0 when everything held, non-zero otherwise
@@ -111,6 +111,8 @@ elif command -v runuser >/dev/null; then
 else
   report "user: root (the host's userland has neither setpriv nor runuser)"
 fi
+# What the scenarios and checks really run as: the same prefix, asked.
+report "user-uid: $("${as_user[@]}" id -u)"
 
 start=$(date +%s)
 "${as_user[@]}" env -i "${scenario_env[@]}" bash "$VM_SCENARIOS" "$VM_MODE" 2>&1 |

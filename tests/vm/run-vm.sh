@@ -321,11 +321,13 @@ lsm_seen=$(sed -n 's/^lsm: //p' "$out/report")
 abi=$(sed -n 's/^probe: abi: *//p' "$out/report")
 reason=$(sed -n 's/^probe: reason: *//p' "$out/report")
 user_seen=$(sed -n 's/^user: //p' "$out/report")
+uid_seen=$(sed -n 's/^user-uid: //p' "$out/report")
 say "kernel: $kernel_seen"
 say "lsm: $lsm_seen"
 probe_exit=$(sed -n 's/^probe-exit: //p' "$out/report")
 [ -n "$probe_exit" ] && say "probe: exit $probe_exit${abi:+, abi $abi}${reason:+, reason: $reason}"
 [ -n "$user_seen" ] && say "scenarios ran as: $user_seen"
+[ -n "$uid_seen" ] && say "scenarios uid: $uid_seen"
 grep '^opened: ' "$out/report" | sed "s/^/vm[$vm_case]: /" || true
 grep '^FAIL ' "$out/report" | sed "s/^/vm[$vm_case]: /" || true
 [ -f "$out/scenarios.log" ] && cat "$out/scenarios.log"

@@ -6,7 +6,7 @@ use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use strument_sandbox::Snapshot;
+use strument_sandbox::tripwire::Snapshot;
 
 use crate::config::Config;
 use crate::project::Bench;

@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 
 use serde_json::json;
-use strument_sandbox::{Explanation, Verdict};
+use strument_sandbox::{explain::Explanation, explain::Verdict};
 
 use crate::{Failure, Roots, build_policy, status};
 
@@ -23,10 +23,19 @@ pub(crate) fn cmd_explain(roots: &Roots, json: bool, paths: &[PathBuf]) -> Resul
         explained.push(e);
     }
     if json {
+        let paths: Vec<_> = explained
+            .iter()
+            .map(|e| {
+                let mut v = json!(e);
+                v["writable"] = json!(e.is_granted());
+                v
+            })
+            .collect();
+        let warnings: Vec<String> = report.warnings.iter().map(ToString::to_string).collect();
         let v = json!({
-            "abi": report.abi,
-            "paths": explained,
-            "warnings": report.warnings,
+            "abi": report.landlock.abi,
+            "paths": paths,
+            "warnings": warnings,
         });
         say!("{v}");
     } else {
@@ -37,7 +46,7 @@ pub(crate) fn cmd_explain(roots: &Roots, json: bool, paths: &[PathBuf]) -> Resul
         for w in &report.warnings {
             say!("warning: {w}");
         }
-        if !strument_sandbox::probe().supported() {
+        if !report.landlock.supported() {
             say!("note: this kernel has no Landlock: `run` would refuse to run anything");
         }
     }

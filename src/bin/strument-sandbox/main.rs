@@ -2,20 +2,25 @@
 //! a command confined. One module per subcommand; `output` holds what
 //! several print.
 
+#![deny(unsafe_code)]
+
 use std::ffi::OsString;
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand};
-use strument_sandbox::{Policy, Socket, SocketReason, default_sockets, default_writable};
+use strument_sandbox::{Policy, Session, SessionBuilder};
 
 #[macro_use]
 mod output;
 mod explain;
+mod forward;
 mod policy;
 mod probe;
 mod run;
+#[allow(unsafe_code)]
+mod sys;
 
 /// Exit statuses of the tool itself; `run` otherwise exits with the command's.
 pub(crate) mod status {
@@ -181,6 +186,11 @@ enum Cmd {
         /// the files that run later it changed.
         #[arg(long)]
         json: bool,
+        /// Pass descriptor N on to the command (repeatable). Otherwise it gets only 0, 1, 2
+        /// and a make jobserver's named in MAKEFLAGS: a descriptor opened before the sandbox
+        /// writes wherever it points.
+        #[arg(long = "keep-fd", value_name = "N")]
+        keep_fd: Vec<i32>,
         /// The command and its arguments, after `--`.
         #[arg(last = true, required = true, value_name = "CMD")]
         command: Vec<OsString>,
@@ -232,6 +242,7 @@ fn main() -> ExitCode {
             no_create_caches,
             explain_denials,
             json,
+            keep_fd,
             command,
         } => run::cmd_run(
             &roots,
@@ -240,6 +251,7 @@ fn main() -> ExitCode {
                 create_caches: !no_create_caches,
                 explain_denials,
                 json,
+                keep_fds: keep_fd,
             },
             &command,
         ),
@@ -253,26 +265,32 @@ fn main() -> ExitCode {
     }
 }
 
-/// The default writable set for the flags, with relative paths taken
-/// against the current directory (the library itself accepts only absolute ones).
-pub(crate) fn build_policy(roots: &Roots) -> Result<Policy, Failure> {
-    let bad = |e: &dyn std::fmt::Display| Failure::new(status::POLICY, e);
-    let absolute =
-        |p: &Path| std::path::absolute(p).map_err(|e| bad(&format!("{}: {e}", p.display())));
-    let project = match &roots.project {
-        Some(p) => absolute(p)?,
-        None => std::env::current_dir().map_err(|e| bad(&format!("current directory: {e}")))?,
+/// The session the flags name, with relative paths taken against the
+/// current directory (the library itself accepts only absolute ones).
+pub(crate) fn session_builder(roots: &Roots) -> Result<SessionBuilder, Failure> {
+    let absolute = |p: &Path| {
+        std::path::absolute(p)
+            .map_err(|e| Failure::new(status::POLICY, format!("{}: {e}", p.display())))
     };
-    let state = roots.state.as_deref().map(absolute).transpose()?;
-    let extra = roots
-        .allow
-        .iter()
-        .map(|p| absolute(p))
-        .collect::<Result<Vec<_>, _>>()?;
-    let writable = default_writable(&project, state.as_deref(), &extra).map_err(|e| bad(&e))?;
-    let mut sockets = default_sockets(&project, state.as_deref());
-    for path in &roots.allow_socket {
-        sockets.push(Socket::new(absolute(path)?, SocketReason::Caller));
+    let mut builder = match &roots.project {
+        Some(p) => Session::builder(absolute(p)?),
+        None => Session::in_current_directory(),
+    };
+    if let Some(state) = &roots.state {
+        builder = builder.state_dir(absolute(state)?);
     }
-    Ok(Policy { writable, sockets })
+    for path in &roots.allow {
+        builder = builder.allow(absolute(path)?);
+    }
+    for path in &roots.allow_socket {
+        builder = builder.allow_socket(absolute(path)?);
+    }
+    Ok(builder)
+}
+
+/// The policy the flags name, built without touching anything.
+pub(crate) fn build_policy(roots: &Roots) -> Result<Policy, Failure> {
+    session_builder(roots)?
+        .policy()
+        .map_err(|e| Failure::new(status::POLICY, e))
 }

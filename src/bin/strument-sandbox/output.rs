@@ -4,7 +4,11 @@
 use std::io;
 use std::path::{Path, PathBuf};
 
-use strument_sandbox::{Availability, Feature, Report, Service, reachable_services};
+use serde_json::{Value, json};
+use strument_sandbox::{
+    Availability, ProbeError, Report, Rights, abi::Feature, services::Service,
+    services::reachable_services,
+};
 
 /// `println!` that ends the program quietly when standard output is closed
 /// (`strument-sandbox policy | head`), as a shell tool should, instead of
@@ -36,7 +40,13 @@ pub(crate) fn report_lines(report: &Report) -> Vec<String> {
             .unwrap_or_default()
     };
     let granted = report.granted.iter().map(|g| {
-        let rest = format!("{}  [{}]", resolved(&g.resolved), g.origin);
+        // Only a narrower set is worth a word: every other root has them all.
+        let rights = if g.rights == Rights::All {
+            String::new()
+        } else {
+            format!("  ({})", g.rights)
+        };
+        let rest = format!("{}  [{}]{rights}", resolved(&g.resolved), g.origin);
         row("granted", g.kind.name(), &g.path, &rest)
     });
     let skipped = report.skipped.iter().map(|s| {
@@ -44,17 +54,18 @@ pub(crate) fn report_lines(report: &Report) -> Vec<String> {
         row("skipped", s.reason.name(), &s.path, &rest)
     });
     let sockets = report.sockets.iter().map(|s| {
-        let rest = format!("  ({})", s.reason);
+        let rest = format!("  ({})", s.origin);
         row("socket", s.kind.name(), &s.path, &rest)
     });
     let skipped_sockets = report.skipped_sockets.iter().map(|s| {
-        let rest = format!("  ({}: {})", s.reason, s.skip);
+        let rest = format!("  ({}: {})", s.origin, s.reason);
         row("socket", "skipped", &s.path, &rest)
     });
     let warnings = report.warnings.iter().map(|w| format!("warning: {w}"));
     let limitations = report
-        .limitations
-        .iter()
+        .landlock
+        .limitations()
+        .into_iter()
         .map(|l| format!("limitation: {l}"));
     granted
         .chain(skipped)
@@ -83,4 +94,37 @@ pub(crate) fn services_if_open(a: &Availability) -> Vec<Service> {
 
 pub(crate) fn service_lines(services: &[Service]) -> impl Iterator<Item = String> + '_ {
     services.iter().map(|s| format!("reachable: {s}"))
+}
+
+/// What `--json` prints of a probe: the library's fields, and beside them
+/// what a person or a script reads without the library (`supported`, the
+/// errno for every reason, `message`, `hint`, `all_threads`,
+/// `limitations`), as doc/json.md lists.
+pub(crate) fn availability_json(a: &Availability) -> Value {
+    let mut v = json!(a);
+    v["supported"] = json!(a.supported());
+    v["reason"] = json!(a.error.as_ref().map(ProbeError::name));
+    v["errno"] = json!(a.error.as_ref().and_then(ProbeError::errno));
+    v["message"] = json!(a.error.as_ref().map(ToString::to_string));
+    v["hint"] = json!(a.error.as_ref().map(ProbeError::hint));
+    v["all_threads"] = json!(a.all_threads());
+    v["limitations"] = json!(a.limitations());
+    v
+}
+
+/// What `policy --json` prints: the report, its probe as
+/// [`availability_json`], and each skipped root's reason as a sentence
+/// (`detail`).
+pub(crate) fn report_json(report: &Report) -> Value {
+    let mut v = json!(report);
+    v["landlock"] = availability_json(&report.landlock);
+    for (key, skipped) in [
+        ("skipped", &report.skipped),
+        ("skipped_sockets", &report.skipped_sockets),
+    ] {
+        for (i, s) in skipped.iter().enumerate() {
+            v[key][i]["detail"] = json!(s.reason.to_string());
+        }
+    }
+    v
 }

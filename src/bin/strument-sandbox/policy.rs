@@ -1,9 +1,6 @@
 //! `policy`: the writable roots for a project, granted or skipped and why.
 
-use serde_json::json;
-use strument_sandbox::probe;
-
-use crate::output::report_lines;
+use crate::output::{report_json, report_lines};
 use crate::{Failure, Roots, build_policy, status};
 
 pub(crate) fn cmd_policy(roots: &Roots, json: bool) -> Result<u8, Failure> {
@@ -11,11 +8,9 @@ pub(crate) fn cmd_policy(roots: &Roots, json: bool) -> Result<u8, Failure> {
     let report = policy
         .check()
         .map_err(|e| Failure::new(status::POLICY, e))?;
-    let a = probe();
+    let a = &report.landlock;
     if json {
-        let mut v = json!(report);
-        v["landlock"] = json!(a);
-        say!("{v}");
+        say!("{}", report_json(&report));
     } else {
         match &a.error {
             None => say!("landlock: ABI {}", a.abi),

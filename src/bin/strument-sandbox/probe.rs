@@ -1,16 +1,16 @@
 //! `probe`: which Landlock ABI the running kernel offers.
 
 use serde_json::json;
-use strument_sandbox::{Feature, probe};
+use strument_sandbox::{abi::Feature, probe};
 
 use crate::Failure;
-use crate::output::{service_lines, services_if_open};
+use crate::output::{availability_json, service_lines, services_if_open};
 use crate::status;
 
 pub(crate) fn cmd_probe(json: bool) -> Result<u8, Failure> {
     let a = probe();
     if json {
-        let mut v = json!(a);
+        let mut v = availability_json(&a);
         v["reachable_services"] = json!(services_if_open(&a));
         say!("{v}");
     } else {

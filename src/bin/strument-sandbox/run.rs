@@ -4,16 +4,16 @@
 use std::ffi::OsString;
 use std::io;
 use std::path::Path;
-use std::process::Command;
+use std::process::{Command, ExitStatus};
 
 use serde_json::{Value, json};
-use strument_sandbox::{
-    Change, Denial, Prepared, RefusedBy, Report, SignalForwarder, Snapshot, TraceError,
-    create_missing_caches,
-};
+use strument_sandbox::denials::{Denial, Denied, RefusedBy};
+use strument_sandbox::tripwire::Change;
+use strument_sandbox::{ApplyError, Report, SessionError, TraceError};
 
+use crate::forward::SignalForwarder;
 use crate::output::{report_lines, service_lines};
-use crate::{Failure, Roots, build_policy, status};
+use crate::{Failure, Roots, session_builder, status};
 
 /// The flags of `run` beyond the roots and the command.
 pub(crate) struct RunOptions {
@@ -21,6 +21,8 @@ pub(crate) struct RunOptions {
     pub(crate) create_caches: bool,
     pub(crate) explain_denials: bool,
     pub(crate) json: bool,
+    /// Descriptors above 2 the command keeps (`--keep-fd`).
+    pub(crate) keep_fds: Vec<i32>,
 }
 
 pub(crate) fn cmd_run(
@@ -28,82 +30,118 @@ pub(crate) fn cmd_run(
     options: &RunOptions,
     command: &[OsString],
 ) -> Result<u8, Failure> {
-    let verbose = options.verbose;
     let (program, args) = command
         .split_first()
         .ok_or_else(|| Failure::new(2, "run: no command given after `--`"))?;
-    refuse_home_as_implicit_project(roots)?;
-    // Before the policy is built: the cache home is granted by the
-    // directories in it, so the ones made here must exist by then.
-    if options.create_caches {
-        for path in create_missing_caches() {
-            if verbose {
-                eprintln!("strument-sandbox: created {}", path.display());
-            }
+    let session = session_builder(roots)?
+        .create_caches(options.create_caches)
+        .keep_fds(options.keep_fds.iter().copied())
+        .open()
+        .map_err(refused)?;
+    if options.verbose {
+        for path in session.created_caches() {
+            eprintln!("strument-sandbox: created {}", path.display());
         }
-    }
-    let policy = build_policy(roots)?;
-    let refused = |e: strument_sandbox::ApplyError| match e {
-        strument_sandbox::ApplyError::Unavailable(_) => Failure::new(status::UNAVAILABLE, e),
-        e => Failure::new(status::POLICY, e),
-    };
-    let prepared = policy.prepare().map_err(refused)?;
-    if verbose {
-        print_report(prepared.report());
+        print_report(session.report());
     } else {
-        let report = prepared.report();
+        let report = session.report();
         print_warnings(report);
         for line in service_lines(&report.reachable_services) {
             eprintln!("strument-sandbox: {line}");
         }
     }
-    let before = Snapshot::take(&prepared);
     // Blocked before the command starts, so no signal is lost in between.
-    let forwarder = SignalForwarder::install()
+    let mut forwarder = SignalForwarder::install()
         .map_err(|e| Failure::new(status::POLICY, format!("cannot block signals: {e}")))?;
+    let mut cmd = Command::new(program);
+    cmd.args(args);
     let mut denials = None;
-    let status = if options.explain_denials {
-        let (status, explained) = run_explaining_denials(&prepared, &forwarder, program, args)?;
-        denials = Some(explained);
-        status
+    let finished = if options.explain_denials {
+        let (finished, denied) = session
+            .run_explaining_denials(&mut cmd, &mut forwarder)
+            .map_err(|e| match e {
+                TraceError::Spawn(err) => cannot_run(program, &err),
+                e => Failure::new(
+                    status::CANNOT_TRACE,
+                    format!("--explain-denials: {e}; nothing ran; {}", e.hint()),
+                ),
+            })?;
+        print_denials(&denied);
+        denials = Some(denied.denials);
+        finished
     } else {
-        let mut cmd = Command::new(program);
-        cmd.args(args);
-        prepared.confine(&mut cmd);
-        let child = forwarder
-            .spawn(&mut cmd)
-            .map_err(|e| cannot_run(program, &e))?;
-        forwarder
-            .wait(child)
-            .map_err(|e| Failure::new(status::POLICY, format!("waiting for the command: {e}")))?
+        session
+            .run_waiting(&mut cmd, &mut forwarder)
+            .map_err(|e| cannot_run(program, &e))?
     };
-    let changes = before.changes();
-    let code = exit_code(status);
+    let code = exit_code(finished.status);
     if options.json {
-        eprintln!("{}", run_json(code, status, &changes, denials.as_deref()));
+        eprintln!(
+            "{}",
+            run_json(code, finished.status, &finished.changes, denials.as_deref())
+        );
     } else {
-        for change in &changes {
+        for change in &finished.changes {
             eprintln!("strument-sandbox: {change}");
         }
     }
     Ok(code)
 }
 
-/// `run --json`: how the command ended, what it changed that runs later,
-/// and with `--explain-denials` the writes it was refused.
-fn run_json(
-    code: u8,
-    status: std::process::ExitStatus,
-    changes: &[Change],
-    denials: Option<&[Denial]>,
-) -> Value {
+/// Why the session did not open, with the exit status it maps to; the
+/// home directory as the implicit project in the flags' words.
+fn refused(e: SessionError) -> Failure {
+    match e {
+        SessionError::Apply(ApplyError::Unavailable(_)) => Failure::new(status::UNAVAILABLE, e),
+        SessionError::HomeAsProject { dir, covers } => Failure::new(
+            status::POLICY,
+            format!(
+                "refusing to run: the current directory {} is {covers}, and without --project it \
+                 would be the project, writable whole; nothing ran. cd into the project, or name \
+                 it: `strument-sandbox run --project ~/src/app -- CMD` (an explicit \
+                 `--project {}` runs, with a warning)",
+                dir.display(),
+                dir.display()
+            ),
+        ),
+        e => Failure::new(status::POLICY, e),
+    }
+}
+
+/// `run --json`: how the command ended and what it changed that runs later.
+fn run_json(code: u8, status: ExitStatus, changes: &[Change], denials: Option<&[Denial]>) -> Value {
     use std::os::unix::process::ExitStatusExt;
+    // Each change with the line a person reads, as the tripwire prints it.
+    let changes: Vec<Value> = changes
+        .iter()
+        .map(|c| {
+            let mut v = json!(c);
+            v["line"] = json!(c.to_string());
+            v
+        })
+        .collect();
     let mut v = json!({
         "exit": code,
         "signal": status.signal(),
         "changes": changes,
     });
+    // With --explain-denials: each refused write, with the roots to allow
+    // and the line a person reads.
     if let Some(denials) = denials {
+        let denials: Vec<Value> = denials
+            .iter()
+            .map(|d| {
+                let mut v = json!(d);
+                v["allow"] = json!(
+                    d.allow()
+                        .iter()
+                        .map(|p| p.to_string_lossy().into_owned())
+                        .collect::<Vec<_>>()
+                );
+                v["line"] = json!(d.to_string());
+                v
+            })
+            .collect();
         v["denials"] = json!(denials);
     }
     v
@@ -123,31 +161,6 @@ fn print_report(report: &Report) {
     }
 }
 
-/// `run` without `--project` takes the current directory as the project:
-/// started in the home directory (or `/`, or above home) that would make the
-/// whole home writable, so it refuses and says how to name a project.
-fn refuse_home_as_implicit_project(roots: &Roots) -> Result<(), Failure> {
-    if roots.project.is_some() {
-        return Ok(());
-    }
-    let cwd = std::env::current_dir()
-        .map_err(|e| Failure::new(status::POLICY, format!("current directory: {e}")))?;
-    let Some(covers) = strument_sandbox::covers_home(&cwd) else {
-        return Ok(());
-    };
-    Err(Failure::new(
-        status::POLICY,
-        format!(
-            "refusing to run: the current directory {} is {covers}, and without --project it \
-             would be the project, writable whole; nothing ran. cd into the project, or name \
-             it: `strument-sandbox run --project ~/src/app -- CMD` (an explicit \
-             `--project {}` runs, with a warning)",
-            cwd.display(),
-            cwd.display()
-        ),
-    ))
-}
-
 fn cannot_run(program: &OsString, err: &io::Error) -> Failure {
     let name = Path::new(program).display();
     match err.kind() {
@@ -164,23 +177,9 @@ fn cannot_run(program: &OsString, err: &io::Error) -> Failure {
 /// At most this many refused writes are printed; `--json` lists them all.
 const SHOWN_DENIALS: usize = 20;
 
-/// `run --explain-denials`: the command runs as a traced child, and
-/// afterwards each write it was refused is printed with what would grant it.
-fn run_explaining_denials(
-    prepared: &Prepared,
-    forwarder: &SignalForwarder,
-    program: &OsString,
-    args: &[OsString],
-) -> Result<(std::process::ExitStatus, Vec<Denial>), Failure> {
-    let denied = prepared
-        .status_with_denials_forwarding(Command::new(program).args(args), forwarder)
-        .map_err(|e| match e {
-            TraceError::Spawn(err) => cannot_run(program, &err),
-            e => Failure::new(
-                status::CANNOT_TRACE,
-                format!("--explain-denials: {e}; nothing ran; {}", e.hint()),
-            ),
-        })?;
+/// `run --explain-denials`: each write the kernel refused the command, with
+/// what would grant it, the sandbox's first.
+fn print_denials(denied: &Denied) {
     let by_sandbox =
         |d: &&Denial| matches!(d.refused_by, RefusedBy::Sandbox | RefusedBy::SandboxMove);
     // The sandbox's refusals first: those are what an --allow changes.
@@ -193,16 +192,15 @@ fn run_explaining_denials(
     if hidden > 0 {
         eprintln!(
             "strument-sandbox: … and {hidden} more refused writes (--json lists the first {})",
-            strument_sandbox::MAX_DENIALS
+            strument_sandbox::denials::MAX_DENIALS
         );
     } else if sandbox.is_empty() {
         eprintln!("strument-sandbox: the sandbox refused no write");
     }
-    Ok((denied.status, denied.denials))
 }
 
 /// The shell's convention: the exit code, or 128 + the signal.
-fn exit_code(status: std::process::ExitStatus) -> u8 {
+fn exit_code(status: ExitStatus) -> u8 {
     use std::os::unix::process::ExitStatusExt;
     match (status.code(), status.signal()) {
         (Some(code), _) => u8::try_from(code).unwrap_or(1),

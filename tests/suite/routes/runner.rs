@@ -79,7 +79,10 @@ pub(super) fn try_side(
         f
     });
     if route.sandboxed(side) {
-        prepared.confine(&mut cmd);
+        // A descriptor is passed on only when kept by name: this route is
+        // the caller's own choice to hand one over.
+        let kept = inherited.as_ref().map(|_| INHERITED_FD);
+        prepared.clone().keep_fds(kept).confine(&mut cmd);
     }
     let out = cmd.output().expect("run the route driver");
     drop(inherited);
@@ -97,8 +100,9 @@ pub(super) fn try_side(
 }
 
 /// What is wrong with a route's two sides, one line each; `root` says
-/// whether the suite runs as root (routes that need it are excused
-/// otherwise).
+/// whether the suite runs as root (otherwise a route that needs it is
+/// excused its granted side, and its refused side must show an errno the
+/// granted side did not get).
 pub(super) fn judge(route: &Route, granted: &Seen, refused: &Seen, root: bool) -> Vec<String> {
     let mut failures = Vec::new();
     let name = route.name;
@@ -129,6 +133,17 @@ pub(super) fn judge(route: &Route, granted: &Seen, refused: &Seen, root: bool) -
                     errno_name(e)
                 ));
             }
+            // Without root, a route that needs it is refused for lack of a
+            // privilege on both sides: the refused side proves Landlock only
+            // with an errno the granted side (same call, no privilege) did
+            // not get. mknod outside gets Landlock's EACCES before the
+            // kernel asks for CAP_MKNOD; a mount whose control could not
+            // mount (no user namespaces) proves nothing.
+            Err(e) if excused && granted.result == Err(e) => failures.push(format!(
+                "{name}: without root the refused attempt's {} is what the granted attempt got \
+                 for lack of privilege too: nothing shows Landlock refused it; run as root",
+                errno_name(e)
+            )),
             Err(_) => {}
         }
         if refused.landed {

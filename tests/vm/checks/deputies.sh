@@ -4,7 +4,9 @@
 # portable VM tier; runs on any kernel and asserts by the probed ABI:
 #
 #   ABI >= 9  a tmux server started outside cannot be driven from `run`
-#             (run-shell, send-keys: no file appears), next to a stand-in
+#             (run-shell, send-keys: the client fails with tmux's connect
+#             error and no file appears, while a line typed unconfined
+#             after the confined send-keys does run), next to a stand-in
 #             ssh-agent at $SSH_AUTH_SOCK that answers, a command's own socket
 #             in /tmp and in the project that it reaches, and `git commit` in
 #             the project that works;
@@ -81,8 +83,8 @@ confined() {
     "$sandbox" run --project "$project" -- "$@"
 }
 
-wait_for() { # PATH: up to 5 s
-  for _ in $(seq 50); do
+wait_for() { # PATH [TENTHS]: a bounded poll, 5 s unless told
+  for _ in $(seq "${2:-50}"); do
     [ -e "$1" ] && return 0
     sleep 0.1
   done
@@ -144,18 +146,45 @@ else
 fi
 socket=${TMUX_TMPDIR:-/tmp}/tmux-$(id -u)/$tmux_name
 
-confined tmux -L "$tmux_name" run-shell "touch '$home/tmux-run-shell'" >/dev/null 2>&1
-confined tmux -L "$tmux_name" send-keys "touch '$home/tmux-send-keys'" Enter >/dev/null 2>&1
-sleep 1
+# The confined clients: their status and what they said, kept for the verdicts.
+declare -A tmux_status tmux_out
+tmux_status[run-shell]=0
+tmux_out[run-shell]=$(confined tmux -L "$tmux_name" run-shell "touch '$home/tmux-run-shell'" 2>&1) ||
+  tmux_status[run-shell]=$?
+tmux_status[send-keys]=0
+tmux_out[send-keys]=$(confined tmux -L "$tmux_name" send-keys "touch '$home/tmux-send-keys'" Enter 2>&1) ||
+  tmux_status[send-keys]=$?
+# The positive control for send-keys: a line typed unconfined after it. The
+# pane's shell runs its input in order, so once this marker is there a line
+# the confined client had typed would have run too (20 s at most, for TCG).
+tmux -L "$tmux_name" send-keys "touch '$home/tmux-send-keys-after'" Enter
+if ! wait_for "$home/tmux-send-keys-after" 200; then
+  fail "tmux-send-keys-control" "a line typed unconfined with send-keys never ran in the pane: the send-keys check would prove nothing"
+  finish
+fi
 run_stderr=$(confined true 2>&1 >/dev/null)
-policy=$(env -i HOME="$home" PATH="$PATH" "$sandbox" policy --project "$project")
+policy_status=0
+policy=$(env -i HOME="$home" PATH="$PATH" "$sandbox" policy --project "$project" 2>&1) ||
+  policy_status=$?
+# The greps for what policy lists below mean something only if it answered.
+if [ "$policy_status" != 0 ] || ! grep -qF "$project" <<<"$policy"; then
+  fail "policy" "policy exited $policy_status without listing the project $project: $policy"
+  finish
+fi
 
 if [ "$abi" -ge 9 ]; then
+  # Refused means: the client could not connect (non-zero, tmux's own
+  # message naming the socket), and nothing was written, although the pane
+  # ran the unconfined line typed after it.
   for how in run-shell send-keys; do
+    status=${tmux_status[$how]} out=${tmux_out[$how]}
+    said=$(grep -F "error connecting to $socket (" <<<"$out" | head -n1)
     if [ -e "$home/tmux-$how" ]; then
       fail "tmux-$how-refused" "ABI $abi: a confined tmux $how made the server write $home/tmux-$how"
+    elif [ "$status" = 0 ] || [ -z "$said" ]; then
+      fail "tmux-$how-refused" "ABI $abi: a confined tmux $how exited $status without tmux's connect error for $socket: $out"
     else
-      ok "tmux-$how-refused" "ABI $abi: a confined tmux $how cannot reach the server; nothing written"
+      ok "tmux-$how-refused" "ABI $abi: a confined tmux $how exited $status, \"$said\"; nothing written"
     fi
   done
   if grep -q '^reachable:' <<<"$policy"; then
@@ -165,10 +194,10 @@ if [ "$abi" -ge 9 ]; then
   fi
 else
   # The kernel cannot close it: the route is open, and must be reported.
-  if [ -e "$home/tmux-run-shell" ]; then
+  if wait_for "$home/tmux-run-shell" && [ "${tmux_status[run-shell]}" = 0 ]; then
     ok "tmux-route-open" "ABI $abi < 9: a confined tmux run-shell still reaches the server (Linux 7.1 closes it)"
   else
-    fail "tmux-route-open" "ABI $abi < 9, yet tmux run-shell from run wrote nothing: is the check broken?"
+    fail "tmux-route-open" "ABI $abi < 9, yet tmux run-shell from run exited ${tmux_status[run-shell]} and wrote nothing: is the check broken? ${tmux_out[run-shell]}"
   fi
   if grep -qF "reachable: tmux at $socket" <<<"$policy"; then
     ok "tmux-reported" "policy names the server: $(grep -F "reachable: tmux at $socket" <<<"$policy" | cut -c1-80)…"

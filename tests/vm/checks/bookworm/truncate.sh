@@ -19,8 +19,15 @@ run() { "$SANDBOX" run --project "$project" -- "$@" 2>&1; }
 # shellcheck disable=SC2016 # $ARGV and $! are perl's
 truncate_path=(perl -e 'truncate($ARGV[0], 0) or die "$!\n"')
 
-probe=$("$SANDBOX" probe --json 2>&1)
-policy=$("$SANDBOX" policy --project "$project" 2>&1)
+# Both must have answered, and about this kernel, before a grep for a
+# missing line below can mean anything.
+probe_status=0 policy_status=0
+probe=$("$SANDBOX" probe --json 2>&1) || probe_status=$?
+policy=$("$SANDBOX" policy --project "$project" 2>&1) || policy_status=$?
+[ "$probe_status" = 0 ] && grep -q "\"abi\":$CHECK_ABI," <<<"$probe" ||
+  fail "probe --json exited $probe_status without reporting abi $CHECK_ABI" "$probe"
+[ "$policy_status" = 0 ] && grep -qF "$project" <<<"$policy" ||
+  fail "policy exited $policy_status without listing the project $project" "$policy"
 write_status=0
 write_out=$(run sh -c 'echo pwned >"$1"' sh "$outside") || write_status=$?
 [ "$write_status" != 0 ] && [ "$(cat "$outside")" = "outside the roots" ] ||

@@ -1,4 +1,8 @@
-//! Signal masks, dispositions and synchronous waiting for signals.
+//! The system calls `run` makes to stand between a shell and its command:
+//! signal masks, dispositions, synchronous waiting for signals, signalling
+//! and reaping the child. They change the calling thread's signal mask, so
+//! they live in the tool, not in the library an agent links. The binary's
+//! only `unsafe` code, each with a `SAFETY:` line.
 
 use std::io;
 use std::os::unix::process::CommandExt;
@@ -177,4 +181,76 @@ pub(crate) fn wait_signal(
         // for (kill, terminal, SIGCHLD) carries.
         pid: unsafe { info.si_pid() },
     }))
+}
+
+/// Sends `signal` to process `pid`.
+pub(crate) fn kill(pid: libc::pid_t, signal: libc::c_int) -> io::Result<()> {
+    // SAFETY: kill takes integers only.
+    if unsafe { libc::kill(pid, signal) } == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
+/// How a child was found by [`wait_child`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum ChildState {
+    /// It ended; the raw `waitpid` status, now reaped.
+    Ended(libc::c_int),
+    /// It stopped, by this signal.
+    Stopped(libc::c_int),
+    /// Nothing to report: still running.
+    Running,
+}
+
+/// `waitpid(pid, WNOHANG | WUNTRACED)`: reaps the child if it ended,
+/// reports a stop once, otherwise returns at once.
+pub(crate) fn wait_child(pid: libc::pid_t) -> io::Result<ChildState> {
+    let mut status: libc::c_int = 0;
+    loop {
+        // SAFETY: `status` is a valid int for the kernel to write.
+        let ret = unsafe { libc::waitpid(pid, &raw mut status, libc::WNOHANG | libc::WUNTRACED) };
+        if ret == 0 {
+            return Ok(ChildState::Running);
+        }
+        if ret < 0 {
+            let err = io::Error::last_os_error();
+            if err.raw_os_error() == Some(libc::EINTR) {
+                continue;
+            }
+            return Err(err);
+        }
+        return Ok(if libc::WIFSTOPPED(status) {
+            ChildState::Stopped(libc::WSTOPSIG(status))
+        } else {
+            ChildState::Ended(status)
+        });
+    }
+}
+
+/// Stops this whole process with `SIGTSTP`, as the terminal's Ctrl-Z
+/// would, though the calling thread blocks it: unblocked for the moment of
+/// a signal to this thread alone, which the kernel delivers before `raise`
+/// returns, then blocked again once the process is resumed.
+pub(crate) fn stop_self() -> io::Result<()> {
+    let tstp = SignalSet::of(&[libc::SIGTSTP]);
+    // SAFETY: sigset_t is plain data, written by pthread_sigmask.
+    let mut old: libc::sigset_t = unsafe { std::mem::zeroed() };
+    // SAFETY: both pointers are valid sigset_t for the call.
+    let ret = unsafe { libc::pthread_sigmask(libc::SIG_UNBLOCK, &raw const tstp.0, &raw mut old) };
+    if ret != 0 {
+        return Err(io::Error::from_raw_os_error(ret));
+    }
+    // SAFETY: raise takes a signal number only.
+    let raised = unsafe { libc::raise(libc::SIGTSTP) };
+    // SAFETY: `old` was written by the successful call above.
+    unsafe {
+        libc::pthread_sigmask(libc::SIG_SETMASK, &raw const old, std::ptr::null_mut());
+    }
+    if raised == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
 }

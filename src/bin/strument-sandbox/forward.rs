@@ -7,11 +7,13 @@ use std::os::unix::process::ExitStatusExt;
 use std::process::{Child, Command, ExitStatus};
 use std::time::Duration;
 
+use strument_sandbox::denials::Tracing;
+use strument_sandbox::session::Waiter;
+
 use crate::sys::{self, ChildState, SignalAction, SignalInfo, SignalSet};
 
 /// The signals a waiting process passes on to its command.
-pub(crate) const FORWARDED: [libc::c_int; 4] =
-    [libc::SIGINT, libc::SIGTERM, libc::SIGHUP, libc::SIGQUIT];
+const FORWARDED: [libc::c_int; 4] = [libc::SIGINT, libc::SIGTERM, libc::SIGHUP, libc::SIGQUIT];
 
 /// `si_code` of a signal the kernel itself sent: the terminal's Ctrl-C,
 /// Ctrl-\ and hangup, sent to the whole foreground process group.
@@ -24,10 +26,10 @@ const SI_KERNEL: libc::c_int = 0x80;
 /// Made with [`SignalForwarder::install`] *before* the child is spawned: it
 /// blocks those signals (and SIGCHLD, SIGCONT) in the calling thread, so
 /// none is lost or kills the caller in between. Spawn the command with
-/// [`SignalForwarder::spawn`], which gives it the mask the caller had
+/// [`Waiter::spawn`], which gives it the mask the caller had
 /// before. Dropping the forwarder restores the thread's mask.
 ///
-/// While [`SignalForwarder::wait`] waits:
+/// While [`Waiter::wait`] waits:
 ///
 /// - a forwarded signal *sent* to the caller (`kill`, `timeout`, a
 ///   supervisor) is sent on to the command; one the terminal generated
@@ -44,23 +46,8 @@ const SI_KERNEL: libc::c_int = 0x80;
 /// Only the calling thread's mask is changed: in a program with other
 /// threads, block these signals in all of them, or one of them takes the
 /// signal and it is not forwarded.
-///
-/// # Examples
-///
-/// ```no_run
-/// use std::process::Command;
-/// use strument_sandbox::{Policy, SignalForwarder};
-///
-/// let prepared = Policy { writable: vec!["/home/me/project".into()], ..Policy::default() }.prepare()?;
-/// let forwarder = SignalForwarder::install()?; // before spawning
-/// let mut cmd = Command::new("go");
-/// cmd.args(["test", "./..."]);
-/// prepared.confine(&mut cmd);
-/// let status = forwarder.wait(forwarder.spawn(&mut cmd)?)?;
-/// # Ok::<(), Box<dyn std::error::Error>>(())
-/// ```
 #[derive(Debug)]
-pub struct SignalForwarder {
+pub(crate) struct SignalForwarder {
     blocked: SignalSet,
     previous: SignalSet,
     /// SIGCHLD's disposition before: ignored, the kernel would reap the
@@ -83,15 +70,7 @@ impl SignalForwarder {
     ///
     /// The error of `pthread_sigmask`, which fails only for an invalid
     /// argument.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// let forwarder = strument_sandbox::SignalForwarder::install()?;
-    /// drop(forwarder); // the mask is as it was
-    /// # Ok::<(), std::io::Error>(())
-    /// ```
-    pub fn install() -> io::Result<SignalForwarder> {
+    pub(crate) fn install() -> io::Result<SignalForwarder> {
         let mut signals = FORWARDED.to_vec();
         signals.extend([libc::SIGCHLD, libc::SIGCONT]);
         let blocked = SignalSet::of(&signals);
@@ -110,101 +89,114 @@ impl SignalForwarder {
         })
     }
 
-    /// Spawns `cmd` with the signal mask the caller had before
-    /// [`SignalForwarder::install`] (a blocked mask would otherwise be
-    /// inherited, and the command could not be interrupted).
-    ///
-    /// # Errors
-    ///
-    /// As [`Command::spawn`].
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use std::process::Command;
-    /// let forwarder = strument_sandbox::SignalForwarder::install()?;
-    /// let child = forwarder.spawn(Command::new("sh").args(["-c", "kill -TERM $$"]))?;
-    /// let status = forwarder.wait(child)?;
-    /// # use std::os::unix::process::ExitStatusExt;
-    /// assert_eq!(status.signal(), Some(libc::SIGTERM));
-    /// # Ok::<(), std::io::Error>(())
-    /// ```
-    pub fn spawn(&self, cmd: &mut Command) -> io::Result<Child> {
-        self.unblock_in(cmd);
+    /// One look at `child`: reaped when it has ended; stopped with it when
+    /// it alone was stopped; otherwise one signal taken (waiting at most
+    /// `timeout`, forever with `None`) and passed on.
+    fn poll(&self, child: &Child, timeout: Option<Duration>) -> io::Result<Option<ExitStatus>> {
+        let pid = libc::pid_t::try_from(child.id()).map_err(io::Error::other)?;
+        match sys::wait_child(pid)? {
+            ChildState::Ended(raw) => {
+                // Signals still pending were meant for the command,
+                // which has ended: they must not kill the caller once
+                // its mask is restored.
+                while sys::wait_signal(&self.blocked, Some(Duration::ZERO))?.is_some() {}
+                return Ok(Some(ExitStatus::from_raw(raw)));
+            }
+            ChildState::Stopped(_) => {
+                // The command alone was stopped: on a terminal, stop with
+                // it, so the shell shows the job stopped; SIGCONT, from
+                // `fg` or `bg`, resumes this process and is passed on
+                // below. Off a terminal nobody would resume this process,
+                // so it waits on; SIGTSTP, not SIGSTOP, so that the kernel
+                // drops it in an orphaned process group.
+                if sys::foreground_of_a_terminal() {
+                    if let Ok(me) = libc::pid_t::try_from(std::process::id()) {
+                        let _ = sys::kill(me, libc::SIGTSTP);
+                    }
+                }
+            }
+            ChildState::Running => {}
+        }
+        if let Some(info) = sys::wait_signal(&self.blocked, timeout)? {
+            forward(pid, info);
+        }
+        Ok(None)
+    }
+}
+
+/// Spawning gives the command the signal mask the caller had before
+/// [`SignalForwarder::install`] (a blocked mask would otherwise be
+/// inherited, and the command could not be interrupted); waiting forwards
+/// signals as described on [`SignalForwarder`] and discards those still
+/// pending when the command has ended, which were meant for it.
+impl Waiter for SignalForwarder {
+    fn spawn(&mut self, cmd: &mut Command) -> io::Result<Child> {
+        self.prepare_spawn(cmd);
         cmd.spawn()
     }
 
-    /// Makes `cmd`'s child start with the caller's original signal mask.
-    pub(crate) fn unblock_in(&self, cmd: &mut Command) {
+    fn prepare_spawn(&mut self, cmd: &mut Command) {
         sys::set_signal_mask_before_exec(cmd, self.previous);
     }
 
-    /// Waits for `child` to end, forwarding signals as described on
-    /// [`SignalForwarder`], and reaps it. Signals still pending when it
-    /// has ended were meant for it and are discarded.
-    ///
-    /// # Errors
-    ///
-    /// The error of `waitpid` (`ECHILD` when the child was already waited
-    /// for) or of waiting for a signal.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use std::process::Command;
-    /// let forwarder = strument_sandbox::SignalForwarder::install()?;
-    /// let status = forwarder.wait(forwarder.spawn(Command::new("sh").args(["-c", "exit 3"]))?)?;
-    /// assert_eq!(status.code(), Some(3));
-    /// # Ok::<(), std::io::Error>(())
-    /// ```
-    pub fn wait(&self, child: Child) -> io::Result<ExitStatus> {
-        self.wait_ticking(&child, None)
-    }
-
-    /// [`SignalForwarder::wait`], calling `tick` between checks; `tick`
-    /// itself must block briefly,
-    /// or this spins.
-    pub(crate) fn wait_ticking(
-        &self,
-        child: &Child,
-        mut tick: Option<&mut dyn FnMut()>,
-    ) -> io::Result<ExitStatus> {
-        let pid = libc::pid_t::try_from(child.id()).map_err(io::Error::other)?;
-        loop {
-            match sys::wait_child(pid)? {
-                ChildState::Ended(raw) => {
-                    // Signals still pending were meant for the command,
-                    // which has ended: they must not kill the caller once
-                    // its mask is restored.
-                    while sys::wait_signal(&self.blocked, Some(Duration::ZERO))?.is_some() {}
-                    return Ok(ExitStatus::from_raw(raw));
+    /// `run --explain-denials`: another thread traces the command and
+    /// reaps it; this one passes signals on as [`Waiter::wait`] does, and
+    /// once the command has ended, to the processes it left running, which
+    /// the tracer still waits for. Ctrl-Z is blocked here meanwhile: the
+    /// command takes it, and this process stops once the command has
+    /// stopped, so that no stop is left half-delivered to a tracee (a
+    /// stopped tracer would hold one until `fg`, and the command would stop
+    /// again after it). Child stops raise no SIGCHLD meanwhile: a traced
+    /// command stops twice for every traced call.
+    fn watch(&mut self, pid: u32, tracing: &Tracing) -> io::Result<()> {
+        let pid = libc::pid_t::try_from(pid).map_err(io::Error::other)?;
+        let quiet = sys::no_child_stop_signals()?;
+        let unblocked = sys::block_signals(&SignalSet::of(&[libc::SIGTSTP]));
+        let mut signals = FORWARDED.to_vec();
+        signals.extend([libc::SIGCHLD, libc::SIGCONT, libc::SIGTSTP]);
+        let set = SignalSet::of(&signals);
+        let result = (|| {
+            while !tracing.done() {
+                if tracing.take_command_stopped() && sys::foreground_of_a_terminal() {
+                    sys::stop_self()?;
                 }
-                ChildState::Stopped(_) => {
-                    // The command alone was stopped: on a terminal, stop with
-                    // it, so the shell shows the job stopped; SIGCONT, from
-                    // `fg` or `bg`, resumes this process and is passed on
-                    // below. Off a terminal nobody would resume this process,
-                    // so it waits on; SIGTSTP, not SIGSTOP, so that the kernel
-                    // drops it in an orphaned process group.
-                    if sys::foreground_of_a_terminal() {
-                        if let Ok(me) = libc::pid_t::try_from(std::process::id()) {
-                            let _ = sys::kill(me, libc::SIGTSTP);
+                let Some(info) = sys::wait_signal(&set, None)? else {
+                    continue;
+                };
+                if info.signal == libc::SIGCHLD {
+                    continue;
+                }
+                if !tracing.command_ended() {
+                    forward(pid, info);
+                } else if FORWARDED.contains(&info.signal) {
+                    for left in tracing.processes() {
+                        if let Ok(left) = libc::pid_t::try_from(left) {
+                            let _ = sys::kill(left, info.signal);
                         }
                     }
                 }
-                ChildState::Running => {}
             }
-            let timeout = match tick.as_mut() {
-                Some(tick) => {
-                    tick();
-                    Some(Duration::ZERO)
-                }
-                None => None,
-            };
-            if let Some(info) = sys::wait_signal(&self.blocked, timeout)? {
-                forward(pid, info);
+            // Pending ones were meant for the command, which has ended.
+            while sys::wait_signal(&set, Some(Duration::ZERO))?.is_some() {}
+            Ok(())
+        })();
+        if let Ok(previous) = unblocked {
+            let _ = sys::set_signal_mask(&previous);
+        }
+        sys::restore_disposition(libc::SIGCHLD, &quiet);
+        result
+    }
+
+    fn wait(&mut self, child: &mut Child) -> io::Result<ExitStatus> {
+        loop {
+            if let Some(status) = self.poll(child, None)? {
+                return Ok(status);
             }
         }
+    }
+
+    fn try_wait(&mut self, child: &mut Child) -> io::Result<Option<ExitStatus>> {
+        self.poll(child, Some(Duration::ZERO))
     }
 }
 
@@ -218,7 +210,7 @@ impl Drop for SignalForwarder {
 }
 
 /// Passes a signal the waiting process took on to the command `pid`.
-pub(crate) fn forward(pid: libc::pid_t, info: SignalInfo) {
+fn forward(pid: libc::pid_t, info: SignalInfo) {
     if should_forward(pid, info) {
         // ESRCH: it ended meanwhile, and the next waitpid reaps it.
         let _ = sys::kill(pid, info.signal);

@@ -1,0 +1,107 @@
+//! An async agent that confines the commands it runs, not itself.
+//!
+//! A coding agent built on tokio already runs threads when it decides to
+//! run a command, and it must go on writing its own files (a transcript,
+//! its state) wherever it likes. So it opens one [`Session`] over the
+//! project and confines each child through it: `Session::confine` on
+//! `tokio::process::Command::as_std_mut` arranges for the child alone to
+//! restrict itself between `fork` and `exec`, so the runtime's threads
+//! are never touched.
+//!
+//! This program starts `CHILDREN` commands at once (32 by default); each
+//! writes one file in `PROJECT` and tries one in `OUTSIDE`. Then the agent
+//! itself writes `OUTSIDE/agent`, and prints one line a child and one for
+//! itself:
+//!
+//! ```text
+//! cargo run --example tokio_agent -- PROJECT OUTSIDE [CHILDREN]
+//! ```
+//!
+//! Exit status: 0 when the session opened and every child ran (whatever
+//! the writes did: the caller checks the files), 3 when the session did
+//! not open (no Landlock), 2 on bad arguments, 1 when a child could not be
+//! started. The suite runs it (`suite::kernel`) and checks the files.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use strument_sandbox::Session;
+use tokio::process::Command;
+
+#[tokio::main]
+async fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let (project, outside, children) = match args.as_slice() {
+        [project, outside] => (PathBuf::from(project), PathBuf::from(outside), 32),
+        [project, outside, n] => match n.parse::<usize>() {
+            Ok(n) => (PathBuf::from(project), PathBuf::from(outside), n),
+            Err(_) => return usage(),
+        },
+        _ => return usage(),
+    };
+    // Caches are left alone: this agent runs only `sh`.
+    let session = match Session::builder(&project).create_caches(false).open() {
+        Ok(session) => Arc::new(session),
+        Err(e) => {
+            eprintln!("tokio_agent: {e}; {}", e.hint());
+            return ExitCode::from(3);
+        }
+    };
+
+    let mut tasks = Vec::with_capacity(children);
+    for i in 0..children {
+        let session = Arc::clone(&session);
+        let (inside, outside) = (
+            project.join(format!("child-{i}")),
+            outside.join(format!("child-{i}")),
+        );
+        tasks.push(tokio::spawn(async move {
+            let mut cmd = Command::new("sh");
+            cmd.arg("-c")
+                .arg(r#"echo "$0" > "$1"; echo "$0" > "$2" 2>/dev/null; echo "$?""#)
+                .arg(format!("child {i}"))
+                .arg(&inside)
+                .arg(&outside);
+            session.confine(cmd.as_std_mut());
+            let out = cmd.output().await?;
+            let outside_status = String::from_utf8_lossy(&out.stdout).trim().to_owned();
+            Ok::<String, std::io::Error>(format!(
+                "child {i}: {}, write outside exited {outside_status}",
+                out.status
+            ))
+        }));
+    }
+    let mut failed = false;
+    for task in tasks {
+        match task.await {
+            Ok(Ok(line)) => println!("{line}"),
+            Ok(Err(e)) => {
+                eprintln!("tokio_agent: cannot run a child: {e}");
+                failed = true;
+            }
+            Err(e) => {
+                eprintln!("tokio_agent: a task failed: {e}");
+                failed = true;
+            }
+        }
+    }
+    // The agent itself is not confined: it writes where its children cannot.
+    match std::fs::write(outside.join("agent"), "written by the agent\n") {
+        Ok(()) => println!("agent: wrote {}", outside.join("agent").display()),
+        Err(e) => println!("agent: refused {}: {e}", outside.join("agent").display()),
+    }
+    for change in session.changes() {
+        println!("changed: {change}");
+    }
+    if failed {
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
+    }
+}
+
+fn usage() -> ExitCode {
+    eprintln!("usage: tokio_agent PROJECT OUTSIDE [CHILDREN]");
+    ExitCode::from(2)
+}

@@ -1,0 +1,97 @@
+//! Opening, making and reading names beneath a directory descriptor:
+//! `openat`, `openat2`, `mkdirat`, `readlinkat`. What the sandbox writes
+//! unconfined goes through these, so that no symlink a confined command
+//! planted can redirect it.
+
+use std::ffi::CStr;
+use std::io;
+use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
+
+/// `struct open_how` from `<linux/openat2.h>`.
+#[repr(C)]
+struct OpenHow {
+    flags: u64,
+    mode: u64,
+    resolve: u64,
+}
+
+/// `RESOLVE_NO_SYMLINKS`: fail with `ELOOP` on any symlink on the way.
+pub(crate) const RESOLVE_NO_SYMLINKS: u64 = 0x04;
+/// `RESOLVE_BENEATH`: fail with `EXDEV` on any escape above the directory
+/// (`..` past it, an absolute path).
+pub(crate) const RESOLVE_BENEATH: u64 = 0x08;
+
+/// The descriptor a successful open returned.
+fn owned(ret: libc::c_long) -> io::Result<OwnedFd> {
+    if ret < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    let fd = i32::try_from(ret).map_err(io::Error::other)?;
+    // SAFETY: the kernel just returned this descriptor; nothing else owns it.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+/// `openat2(dir, name, {flags, mode, resolve})` (Linux 5.6); `dir` `None`
+/// is the current directory. `ENOSYS` (or a seccomp filter's errno) says
+/// the call is missing: the caller then walks with [`openat`].
+pub(crate) fn openat2(
+    dir: Option<BorrowedFd<'_>>,
+    name: &CStr,
+    flags: libc::c_int,
+    mode: libc::mode_t,
+    resolve: u64,
+) -> io::Result<OwnedFd> {
+    let how = OpenHow {
+        // Open flags are non-negative bits.
+        flags: (flags | libc::O_CLOEXEC) as u64,
+        mode: u64::from(mode),
+        resolve,
+    };
+    let dir = dir.map_or(libc::AT_FDCWD, |d| d.as_raw_fd());
+    // SAFETY: `name` is NUL-terminated and `how` a valid open_how of the
+    // size passed; both outlive the call, which copies them. `dir` is a
+    // live descriptor borrowed for the call, or AT_FDCWD.
+    let ret = unsafe {
+        libc::syscall(
+            libc::SYS_openat2,
+            dir,
+            name.as_ptr(),
+            &raw const how,
+            std::mem::size_of::<OpenHow>(),
+        )
+    };
+    owned(ret)
+}
+
+/// `openat(dir, name, flags | O_CLOEXEC, mode)`.
+pub(crate) fn openat(
+    dir: BorrowedFd<'_>,
+    name: &CStr,
+    flags: libc::c_int,
+    mode: libc::mode_t,
+) -> io::Result<OwnedFd> {
+    // SAFETY: `name` is NUL-terminated and outlives the call; `dir` is a
+    // live descriptor borrowed for it.
+    let ret = unsafe {
+        libc::openat(
+            dir.as_raw_fd(),
+            name.as_ptr(),
+            flags | libc::O_CLOEXEC,
+            libc::c_uint::from(mode),
+        )
+    };
+    owned(libc::c_long::from(ret))
+}
+
+/// `mkdirat(dir, name, mode)`: makes a directory entry, never following a
+/// symlink at `name` (an existing one answers `EEXIST`).
+pub(crate) fn mkdirat(dir: BorrowedFd<'_>, name: &CStr, mode: libc::mode_t) -> io::Result<()> {
+    // SAFETY: `name` is NUL-terminated and outlives the call; `dir` is a
+    // live descriptor borrowed for it.
+    let ret = unsafe { libc::mkdirat(dir.as_raw_fd(), name.as_ptr(), mode) };
+    if ret == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}

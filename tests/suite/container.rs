@@ -1,0 +1,235 @@
+//! The container tier (`tests/container/run-container.sh`): the shared
+//! scenarios inside a default rootful podman container, where bubblewrap
+//! cannot start and strument-sandbox, which needs no namespace, confines
+//! all the same. Needs root, podman and runc (and go, cargo and crates.io
+//! once, for the cargo scenario's seed); a missing one fails the test by
+//! name. The container shares this kernel: the enabled cases need Landlock.
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+use super::support::{
+    BIN, assert_scenarios_passed, output, require_tool, scenarios, scratch_base, show,
+};
+
+/// What bubblewrap does in a case's container.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Bwrap {
+    /// It cannot create its namespaces: exit 1 and bwrap's own message.
+    CannotStart,
+    /// It starts (podman's profile lets an ordinary user create a user
+    /// namespace, where Docker's does not).
+    Starts,
+}
+
+/// One case of run-container.sh and what its container must report.
+struct Case {
+    /// The argument of run-container.sh.
+    name: &'static str,
+    /// The scenarios' mode inside.
+    mode: &'static str,
+    /// The uid the container runs as.
+    uid: u32,
+    bwrap: Bwrap,
+}
+
+fn run(case: &Case) -> Output {
+    require_tool("bash", "bash");
+    require_tool("podman", "podman runc");
+    require_tool("runc", "runc");
+    if case.mode == "enabled" {
+        require_tool("go", "golang-go");
+        require_tool("cargo", "cargo");
+    }
+    let work = tempfile::Builder::new()
+        .prefix(&format!("container-{}-", case.name))
+        .tempdir_in(scratch_base())
+        .expect("a work dir for the container");
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/container/run-container.sh");
+    let out = output(
+        Command::new("bash")
+            .arg(&script)
+            .arg(case.name)
+            .env("SANDBOX", BIN)
+            .env("CONTAINER_WORK", work.path()),
+    );
+    println!("{}", String::from_utf8_lossy(&out.stdout));
+    out
+}
+
+/// The value after `fact: <key>: ` in inside.sh's report.
+fn fact<'a>(stdout: &'a str, key: &str) -> &'a str {
+    let prefix = format!("fact: {key}: ");
+    stdout
+        .lines()
+        .find_map(|l| l.strip_prefix(prefix.as_str()))
+        .unwrap_or_default()
+}
+
+/// `CAP_SYS_ADMIN`'s bit in `/proc/self/status`'s capability masks.
+const CAP_SYS_ADMIN: u32 = 21;
+
+#[track_caller]
+fn assert_case(case: &Case) -> Output {
+    let out = run(case);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_scenarios_passed(&out, &scenarios(case.mode));
+    assert!(
+        stdout.contains(&format!("container[{}]: PASS", case.name)),
+        "{}",
+        show(&out)
+    );
+
+    // The container as podman made it: its user, a seccomp filter,
+    // no_new_privs left unset, its default capabilities (none for a user,
+    // never CAP_SYS_ADMIN).
+    let uid = fact(&stdout, "uid");
+    assert!(
+        uid.starts_with(&format!("{} ", case.uid)),
+        "the container ran as uid {uid:?}, expected {}\n{}",
+        case.uid,
+        show(&out)
+    );
+    assert!(
+        fact(&stdout, "seccomp").starts_with("2 "),
+        "no seccomp filter in the container\n{}",
+        show(&out)
+    );
+    assert_eq!(fact(&stdout, "no_new_privs"), "0", "{}", show(&out));
+    let caps = u64::from_str_radix(fact(&stdout, "cap_eff"), 16)
+        .unwrap_or_else(|e| panic!("cap_eff is not a hex mask: {e}\n{}", show(&out)));
+    assert_eq!(caps & (1 << CAP_SYS_ADMIN), 0, "{}", show(&out));
+    assert_eq!(
+        caps == 0,
+        case.uid != 0,
+        "root keeps podman's default capabilities, a user has none\n{}",
+        show(&out)
+    );
+
+    let bwrap = fact(&stdout, "bwrap");
+    match case.bwrap {
+        Bwrap::CannotStart => assert!(
+            bwrap.starts_with("exit 1: bwrap: ") && bwrap.contains("new namespace"),
+            "bubblewrap did not fail to create its namespace: {bwrap:?} (`fact: bwrap: not installed`: apt-get install bubblewrap)\n{}",
+            show(&out)
+        ),
+        Bwrap::Starts => assert_eq!(
+            bwrap,
+            "exit 0",
+            "podman's default profile used to let an ordinary user's bubblewrap start (README, \
+             \"In containers and on locked-down machines\", says so): update it if that changed\n{}",
+            show(&out)
+        ),
+    }
+    out
+}
+
+/// The enabled cases: the container's probe reports this kernel's ABI.
+#[track_caller]
+fn assert_enabled(case: &Case) {
+    let host = strument_sandbox::probe();
+    assert!(
+        host.supported(),
+        "this kernel offers no Landlock ({:?}): the container tier's enabled cases need it",
+        host.error
+    );
+    let out = assert_case(case);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(fact(&stdout, "probe-exit"), "0", "{}", show(&out));
+    assert_eq!(
+        fact(&stdout, "probe: abi"),
+        host.abi.to_string(),
+        "{}",
+        show(&out)
+    );
+}
+
+#[test]
+fn as_root_every_scenario_passes_where_bubblewrap_cannot_start() {
+    assert_enabled(&Case {
+        name: "root",
+        mode: "enabled",
+        uid: 0,
+        bwrap: Bwrap::CannotStart,
+    });
+}
+
+#[test]
+fn as_an_ordinary_user_every_scenario_passes() {
+    assert_enabled(&Case {
+        name: "user",
+        mode: "enabled",
+        uid: 1500,
+        bwrap: Bwrap::Starts,
+    });
+}
+
+#[test]
+fn under_dockers_profile_every_scenario_passes_where_bubblewrap_cannot_start() {
+    assert_enabled(&Case {
+        name: "docker",
+        mode: "enabled",
+        uid: 1500,
+        bwrap: Bwrap::CannotStart,
+    });
+}
+
+/// The kernel has Landlock (the host's probe, beside the container's), the
+/// container's profile takes it away: `run` refuses and nothing runs.
+#[test]
+fn a_profile_without_landlock_makes_run_refuse() {
+    let host = strument_sandbox::probe();
+    assert!(
+        host.supported(),
+        "this kernel offers no Landlock ({:?}): the container's refusal would prove nothing",
+        host.error
+    );
+    let out = assert_case(&Case {
+        name: "no-landlock",
+        mode: "disabled",
+        uid: 1500,
+        bwrap: Bwrap::Starts,
+    });
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(fact(&stdout, "probe-exit"), "3", "{}", show(&out));
+    // The profile's default errno is ENOSYS: the same answer as a kernel
+    // built without Landlock, and the probe cannot tell the two apart.
+    assert_eq!(
+        fact(&stdout, "probe: reason"),
+        "Landlock is not built into this kernel (ENOSYS)",
+        "{}",
+        show(&out)
+    );
+    assert_eq!(fact(&stdout, "probe: errno"), "38", "{}", show(&out));
+    // So the hint names the container's profile beside the kernel.
+    assert!(
+        fact(&stdout, "probe: hint").contains("a seccomp profile older than Landlock"),
+        "{}",
+        show(&out)
+    );
+}
+
+/// Without podman the tier fails, naming the packages: it never passes by
+/// running nothing. (The granted half: every test above, with podman.)
+#[test]
+fn a_host_without_podman_fails_naming_the_packages() {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/container/run-container.sh");
+    let bash = require_tool("bash", "bash");
+    let empty = tempfile::Builder::new()
+        .prefix("no-podman-")
+        .tempdir_in(scratch_base())
+        .expect("an empty PATH directory");
+    let out = output(
+        Command::new(bash)
+            .arg(&script)
+            .arg("root")
+            .env("PATH", empty.path()),
+    );
+    assert_eq!(out.status.code(), Some(1), "{}", show(&out));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout).trim(),
+        "container[root]: FAIL: podman not found: install it (Debian: apt-get install podman runc)",
+        "{}",
+        show(&out)
+    );
+}
