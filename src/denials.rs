@@ -2,8 +2,8 @@
 //! would have let it through.
 //!
 //! The unconfined parent traces its confined child. A seccomp filter
-//! ([`filter`]) stops the write-shaped system calls only, for the tracer;
-//! the tracer ([`trace`]) lets each run and reads its result at its exit. A
+//! (`denials/filter.rs`) stops the write-shaped system calls only, for the tracer;
+//! the tracer (`denials/trace.rs`) lets each run and reads its result at its exit. A
 //! call that failed with `EACCES`, `EPERM` or `EXDEV` is a candidate, and
 //! [`Report::explain`] decides whether the sandbox refused it: what the
 //! kernel really answered, judged by the same model as `explain`. Works
