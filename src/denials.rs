@@ -535,14 +535,13 @@ fn judge(report: &Report, abi: u32, failed: Failed) -> Option<Denial> {
         }) => Some(root.path.clone()),
         _ => None,
     };
-    let outside = |p: &DeniedPath| {
-        matches!(
-            p.explanation,
-            Ok(Explanation {
-                verdict: Verdict::Denied { .. },
-                ..
-            })
-        )
+    // Exhaustive on purpose: a new kind of verdict must be judged here.
+    let outside = |p: &DeniedPath| match &p.explanation {
+        Ok(e) => match &e.verdict {
+            Verdict::Denied { .. } => true,
+            Verdict::Granted(_) => false,
+        },
+        Err(_) => false,
     };
     let roots: Vec<PathBuf> = paths.iter().filter_map(granted_by).collect();
     let all_granted = roots.len() == paths.len();
