@@ -102,6 +102,11 @@ impl Dir {
         Ok(Dir { fd })
     }
 
+    /// The directory's owner, mode and the rest, from its descriptor.
+    pub(crate) fn metadata(&self) -> io::Result<std::fs::Metadata> {
+        std::fs::File::from(self.fd.try_clone()?).metadata()
+    }
+
     /// Makes the directory `name` here, never through a symlink: `true`
     /// when made, `false` when a directory (not a symlink to one) is
     /// already there; an error for anything else at that name.

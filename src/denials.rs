@@ -24,6 +24,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use crate::error::TraceError;
 use crate::explain::{Explanation, Verdict};
+use crate::refusals::{self, Refusal};
 use crate::report::Report;
 use crate::sys;
 use crate::terminal::TerminalFilter;
@@ -144,6 +145,11 @@ pub struct DeniedPath {
     /// read-only mount) let this user do it; when they do not, granting
     /// the path alone would not make the call succeed.
     pub permitted: bool,
+    /// When no root grants it because the place is refused on purpose
+    /// (rustup's home, `~/.cargo/bin`, the Nix store, …): what the place is,
+    /// why, and what to do instead ([`refusals::on_purpose`]). An `--allow`
+    /// is then not the answer, and [`Denial::allow`] leaves it out.
+    pub on_purpose: Option<Refusal>,
 }
 
 /// Who refused a call, as [`Report::explain`] and the kernel's errno tell.
@@ -235,6 +241,7 @@ impl Denial {
     pub fn allow(&self) -> Vec<PathBuf> {
         self.paths
             .iter()
+            .filter(|p| p.on_purpose.is_none())
             .filter_map(|p| needed_root(self.operation, p))
             .map(|(allow, _)| allow)
             .collect()
@@ -299,6 +306,10 @@ impl std::fmt::Display for Denial {
                     first = false;
                     if self.paths.len() > 1 {
                         write!(f, "{}: ", shown(p))?;
+                    }
+                    if let Some(refusal) = &p.on_purpose {
+                        write!(f, "{refusal}")?;
+                        continue;
                     }
                     let (allow, in_directory) =
                         needed_root(self.operation, p).unwrap_or((allow.clone(), false));
@@ -512,11 +523,22 @@ fn judge(report: &Report, abi: u32, failed: Failed) -> Option<Denial> {
             let permitted = explanation
                 .as_ref()
                 .is_ok_and(|e| file_system_permits(operation, e));
+            let on_purpose = match (&explanation, &absolute) {
+                (
+                    Ok(Explanation {
+                        verdict: Verdict::Denied { .. },
+                        ..
+                    }),
+                    Some(a),
+                ) => on_purpose(report, a),
+                _ => None,
+            };
             DeniedPath {
                 given,
                 absolute,
                 explanation,
                 permitted,
+                on_purpose,
             }
         })
         .collect();
@@ -573,6 +595,16 @@ fn judge(report: &Report, abi: u32, failed: Failed) -> Option<Denial> {
         refused_by,
         count: 1,
     })
+}
+
+/// The place refused on purpose that `path` is in, if any, in the words of
+/// [`refusals::on_purpose`] (which reads a command's error output: here,
+/// the one line a refused write of `path` would print).
+fn on_purpose(report: &Report, path: &std::path::Path) -> Option<Refusal> {
+    use std::os::unix::ffi::OsStrExt;
+    let mut line = path.as_os_str().as_bytes().to_vec();
+    line.extend_from_slice(b": Permission denied");
+    refusals::on_purpose(report, &line).into_iter().next()
 }
 
 /// Whether the file system's own permissions let this user do

@@ -84,6 +84,65 @@ impl Explanation {
     }
 }
 
+// Answering lives beside the answer, so that the report does not depend
+// on it: `Report` is defined in report.rs, which explain.rs reads.
+impl Report {
+    /// Answers whether a write to `path` lands under this policy, and by
+    /// which root, or, when no root grants it, the smallest root that
+    /// would (`--allow`).
+    ///
+    /// The answer follows what the kernel does at the moment of the write,
+    /// not string prefixes: `path` is resolved now, symlinks followed
+    /// (also a dangling one at the end, which `open(O_CREAT)` follows to
+    /// create its target) and `..` taken on the resolved directory; when
+    /// it does not exist, its nearest existing directory is what the
+    /// kernel checks, because that is where the first missing piece would
+    /// be created. The resolved inode and its ancestors are then compared,
+    /// by device and inode number, with the roots opened when this report
+    /// was made: the same membership the kernel decided at apply. A file
+    /// root (a lock file, `/dev/null`) grants writes to that very inode
+    /// only, never to its siblings.
+    ///
+    /// What it does not model: rename and link between two places need
+    /// both to be writable, so ask for both; a hard link made inside a
+    /// root *before* the policy was applied is writable through that name
+    /// even if the inode is also reachable from outside (Landlock checks
+    /// names, not inodes); file metadata (`chmod`, `chown`, timestamps,
+    /// extended attributes) is not confined at all. Magic links in `/proc`
+    /// are followed by their text, so an anonymous target (`pipe:[…]`)
+    /// is explained as a missing name.
+    ///
+    /// # Errors
+    ///
+    /// [`ExplainError::EmptyPath`] and [`ExplainError::RelativePath`] for
+    /// a path that is not absolute; [`ExplainError::Resolve`] when the
+    /// path cannot be resolved (`ELOOP`, `ENOTDIR`, `ENAMETOOLONG`,
+    /// `EACCES`), which a write would fail with too.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use strument_sandbox::{Policy, explain::Verdict};
+    ///
+    /// let project = tempfile::tempdir()?;
+    /// let report = Policy { writable: vec![project.path().to_path_buf().into()], ..Policy::default() }.check()?;
+    ///
+    /// let inside = report.explain(&project.path().join("src/../new.rs"))?;
+    /// assert!(inside.is_granted());
+    ///
+    /// let outside = report.explain("/etc/passwd".as_ref())?;
+    /// match outside.verdict {
+    ///     Verdict::Denied { allow, .. } => assert_eq!(allow, std::path::Path::new("/etc/passwd")),
+    ///     Verdict::Granted(root) => panic!("granted by {}", root.path.display()),
+    ///     _ => unreachable!(),
+    /// }
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn explain(&self, path: &Path) -> Result<Explanation, ExplainError> {
+        explain(self, path)
+    }
+}
+
 /// [`Report::explain`]: the answer for `path` under `report`.
 pub(crate) fn explain(report: &Report, path: &Path) -> Result<Explanation, ExplainError> {
     if path.as_os_str().is_empty() {

@@ -24,13 +24,25 @@ pub(crate) const COMMON_DIR_PARTS: [&str; 3] = ["objects", "refs", "logs"];
 /// files inside it, so a worktree can delete refs there too.
 pub(crate) const COMMON_DIR_REFTABLE: &str = "reftable";
 
-/// The git directories a project needs when they live outside it.
-pub(crate) fn git_dirs(project_root: &Path) -> Result<Vec<Root>, PolicyError> {
+/// A project's git layout, read once and shared: the roots the policy
+/// lists for it and the git directories the tripwire watches, so that the
+/// two never read the `.git` pointers at different moments.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct GitLayout {
+    /// The git directories the project needs when they live outside it.
+    pub(crate) roots: Vec<Root>,
+    /// Where its `.git` leads, then a worktree's common directory.
+    pub(crate) watched: Vec<PathBuf>,
+}
+
+/// Reads the project's git layout: its `.git` (a directory, a `gitdir:`
+/// file or a symlink) and a worktree's `commondir`.
+pub(crate) fn read_layout(project_root: &Path) -> Result<GitLayout, PolicyError> {
     let dotgit = project_root.join(".git");
     let meta = match std::fs::symlink_metadata(&dotgit) {
         Ok(meta) => meta,
         Err(e) if matches!(e.raw_os_error(), Some(libc::ENOENT | libc::ENOTDIR)) => {
-            return Ok(Vec::new());
+            return Ok(enclosing_layout(project_root));
         }
         Err(source) => {
             return Err(PolicyError::Io {
@@ -45,10 +57,17 @@ pub(crate) fn git_dirs(project_root: &Path) -> Result<Vec<Root>, PolicyError> {
     if meta.file_type().is_symlink() {
         // Listed as is: the kernel follows it when the rule is anchored, and
         // Policy checks that it leads to a git directory.
-        return Ok(vec![Root::new(dotgit, origin)]);
+        return Ok(GitLayout {
+            watched: watched(dotgit.clone(), common_of(&dotgit)),
+            roots: vec![Root::new(dotgit, origin)],
+        });
     }
     if meta.is_dir() {
-        return Ok(Vec::new()); // inside the project already
+        // Inside the project already: nothing to list, only to watch.
+        return Ok(GitLayout {
+            watched: watched(dotgit.clone(), common_of(&dotgit)),
+            roots: Vec::new(),
+        });
     }
     if !meta.is_file() {
         // A fifo, socket or device: opening or reading it could block.
@@ -73,6 +92,7 @@ pub(crate) fn git_dirs(project_root: &Path) -> Result<Vec<Root>, PolicyError> {
         }
     })?);
     let mut out = vec![Root::new(gitdir.clone(), origin)];
+    let mut common_dir = None;
     let commondir_file = gitdir.join("commondir");
     match read_pointer_file(&commondir_file) {
         Ok(Err(reason)) => {
@@ -87,6 +107,7 @@ pub(crate) fn git_dirs(project_root: &Path) -> Result<Vec<Root>, PolicyError> {
                 reason,
             })?;
             let common = gitdir.join(common);
+            common_dir = Some(common.clone());
             let origin = Origin::Git {
                 pointer: commondir_file,
             };
@@ -118,7 +139,61 @@ pub(crate) fn git_dirs(project_root: &Path) -> Result<Vec<Root>, PolicyError> {
             });
         }
     }
-    Ok(out)
+    Ok(GitLayout {
+        watched: watched(canonical(gitdir), common_dir),
+        roots: out,
+    })
+}
+
+/// The working tree a project without a `.git` of its own sits in (a
+/// package of a monorepo): the nearest directory above the project holding
+/// a `.git`, as git's own discovery finds it, on the project's filesystem
+/// (git stops at a mount point too) and below the home directory (a
+/// repository of the whole home, dotfiles, is not a project's).
+pub(crate) fn enclosing_work_tree(project: &Path, home: Option<&Path>) -> Option<PathBuf> {
+    if fs::symlink_metadata(project.join(".git")).is_ok() {
+        return None;
+    }
+    let dev = fs::metadata(project).ok()?.dev();
+    for dir in project.ancestors().skip(1) {
+        if home.is_some_and(|h| h.starts_with(dir)) {
+            return None;
+        }
+        if fs::metadata(dir).map_or(true, |m| m.dev() != dev) {
+            return None;
+        }
+        if fs::symlink_metadata(dir.join(".git")).is_ok() {
+            return Some(dir.to_path_buf());
+        }
+    }
+    None
+}
+
+/// The git layout of the repository whose working tree holds the project,
+/// when the project has no `.git` of its own: a `git commit` in a
+/// monorepo's package writes the enclosing `.git` (`index.lock` directly in
+/// it, so it is granted whole, and the tripwire watches its hooks and
+/// config as it does a project's own). Listed with the same judgement as a
+/// project's `.git` pointer ([`Origin::Git`], the enclosing `.git` as the
+/// pointer): [`Policy`](crate::Policy) grants it only if it is a git
+/// directory whose working tree is the directory holding it (no
+/// `core.worktree` elsewhere), and skips it, saying why, otherwise. An
+/// enclosing `.git` file (the monorepo is itself a linked worktree) is
+/// followed as the project's own would be. One that cannot be read grants
+/// nothing.
+fn enclosing_layout(project: &Path) -> GitLayout {
+    let home = dirs::home_dir().filter(|h| h.is_absolute());
+    let Some(tree) = enclosing_work_tree(project, home.as_deref()) else {
+        return GitLayout::default();
+    };
+    let dotgit = tree.join(".git");
+    if fs::symlink_metadata(&dotgit).is_ok_and(|m| m.is_dir()) {
+        return GitLayout {
+            watched: watched(dotgit.clone(), common_of(&dotgit)),
+            roots: vec![Root::new(dotgit.clone(), Origin::Git { pointer: dotgit })],
+        };
+    }
+    read_layout(&tree).unwrap_or_default()
 }
 
 /// Whether `dir` has the layout of a git directory: `HEAD` and either
@@ -155,6 +230,14 @@ pub(crate) fn points_back(dir: &Path, dotgit: &Path) -> bool {
         };
         match core_worktree(&bytes) {
             Some(named) if !named.as_os_str().is_empty() => (named, project),
+            // A `.git` directory with no core.worktree: its working tree is
+            // the directory holding it (an enclosing repository's, found
+            // by enclosing_git_dirs; a project's own is inside it).
+            None => {
+                let id = |m: fs::Metadata| (m.dev(), m.ino());
+                return fs::symlink_metadata(dotgit).is_ok_and(|m| m.is_dir())
+                    && fs::metadata(dotgit).ok().map(id) == fs::metadata(dir).ok().map(id);
+            }
             _ => return false,
         }
     };
@@ -356,28 +439,24 @@ pub(crate) fn parse_git_pointer(bytes: &[u8], prefix: &str) -> Result<PathBuf, S
 /// worktree's common directory. A `.git` that cannot be read or parsed
 /// leads nowhere; the `.git` entry itself is watched regardless.
 pub(crate) fn watched_git_dirs(project: &Path) -> Vec<PathBuf> {
-    let dotgit = project.join(".git");
-    let Ok(meta) = fs::symlink_metadata(&dotgit) else {
-        return Vec::new();
-    };
-    let gitdir = if meta.is_file() {
-        match read_pointer_file(&dotgit) {
-            Ok(Ok(bytes)) => match parse_git_pointer(&bytes, "gitdir: ") {
-                Ok(p) => canonical(project.join(p)),
-                Err(_) => return Vec::new(),
-            },
-            _ => return Vec::new(),
-        }
-    } else {
-        dotgit
-    };
-    let mut dirs = vec![gitdir.clone()];
-    if let Ok(Ok(bytes)) = read_pointer_file(&gitdir.join("commondir")) {
-        if let Ok(common) = parse_git_pointer(&bytes, "") {
-            dirs.push(canonical(gitdir.join(common)));
-        }
-    }
+    read_layout(project).map(|l| l.watched).unwrap_or_default()
+}
+
+/// The git directories watched for `gitdir` and its common directory.
+fn watched(gitdir: PathBuf, common: Option<PathBuf>) -> Vec<PathBuf> {
+    let mut dirs = vec![gitdir];
+    dirs.extend(common.map(canonical));
     dirs
+}
+
+/// The common directory `dir`'s `commondir` names, if it names one.
+fn common_of(dir: &Path) -> Option<PathBuf> {
+    let Ok(Ok(bytes)) = read_pointer_file(&dir.join("commondir")) else {
+        return None;
+    };
+    parse_git_pointer(&bytes, "")
+        .ok()
+        .map(|common| dir.join(common))
 }
 
 /// `path` with symlinks and `..` resolved, as git resolves a pointer, so a

@@ -46,6 +46,15 @@
 //! [`writable`] (the default roots and the caches they need) and
 //! [`session`].
 //!
+//! A command the session (or [`Prepared::confine`]) confines also gets a
+//! few environment variables where the caller has not set them
+//! ([`environment`]): daemons of the session's own (tmux, Gradle,
+//! sccache), so neither side of the sandbox runs in the other's, and
+//! installs by copy (uv, pnpm). When a command fails after writing into a
+//! place refused on purpose (rustup's home, `~/.cargo/bin`, the Nix store,
+//! …), [`refusals::on_purpose`] turns its error output into what the place
+//! is and what to do instead.
+//!
 //! With the `serde` feature the report types derive `Serialize`, in the
 //! shape `strument-sandbox policy --json` (and `probe`, `explain`, `run`)
 //! prints: paths as strings, stable names (`"directory"`, `"widens"`) for
@@ -70,6 +79,7 @@
 pub mod abi;
 pub(crate) mod beneath;
 pub mod denials;
+pub mod environment;
 mod error;
 pub mod explain;
 mod fds;
@@ -80,6 +90,7 @@ mod git;
 mod policy;
 mod prepared;
 mod probe;
+pub mod refusals;
 mod report;
 pub mod root;
 #[cfg(feature = "serde")]

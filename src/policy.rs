@@ -106,7 +106,7 @@ impl Policy {
     /// ```
     pub fn check(&self) -> Result<Report, PolicyError> {
         let availability = probe();
-        let (report, _roots) = self.open_roots(&availability)?;
+        let (report, _roots) = self.open_roots(&availability, None)?;
         Ok(report)
     }
 
@@ -185,6 +185,12 @@ impl Policy {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn prepare(&self) -> Result<Prepared, ApplyError> {
+        self.prepare_judged(None)
+    }
+
+    /// [`Policy::prepare`], judging roots with `judge` when the caller
+    /// already made one (a session reads the home directory once).
+    pub(crate) fn prepare_judged(&self, judge: Option<&Judge>) -> Result<Prepared, ApplyError> {
         let availability = probe();
         if let Some(why) = availability.error.clone() {
             return Err(ApplyError::Unavailable(why));
@@ -198,7 +204,7 @@ impl Policy {
                 ),
             ))
         })?;
-        let (report, open) = self.open_roots(&availability)?;
+        let (report, open) = self.open_roots(&availability, judge)?;
         let abi = Abi(availability.abi);
         let mut ruleset = Ruleset::default()
             .set_compatibility(CompatLevel::HardRequirement)
@@ -241,7 +247,11 @@ impl Policy {
 
     /// Validates and opens every root and socket, in order, dropping exact
     /// duplicates.
-    fn open_roots(&self, availability: &Availability) -> Result<(Report, OpenPolicy), PolicyError> {
+    fn open_roots(
+        &self,
+        availability: &Availability,
+        judge: Option<&Judge>,
+    ) -> Result<(Report, OpenPolicy), PolicyError> {
         let mut report = Report {
             landlock: availability.clone(),
             granted: Vec::new(),
@@ -266,7 +276,10 @@ impl Policy {
             .skip(1)
             .find(|r| r.origin == Origin::Project)
             .map(|r| r.path.as_path());
-        let judge = Judge::new(dirs::home_dir().as_deref(), later_project);
+        let judge = match judge {
+            Some(judge) => judge.for_project(later_project),
+            None => Judge::new(dirs::home_dir().as_deref(), later_project),
+        };
         let mut project: Option<PathBuf> = None;
         let mut roots: Vec<OpenRoot> = Vec::new();
         // A set, not a scan of the earlier entries: the scan made 4096 roots

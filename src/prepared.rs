@@ -7,6 +7,7 @@ use std::process::Command;
 use std::sync::Arc;
 
 use crate::denials::{self, Denied};
+use crate::environment::{self, Setting};
 use crate::error::{ApplyError, TraceError};
 use crate::fds;
 use crate::report::Report;
@@ -28,16 +29,20 @@ pub struct Prepared {
     /// Descriptors above 2 the confined command keeps (besides a make
     /// jobserver's, found in its environment).
     keep_fds: Vec<RawFd>,
+    /// The environment a confined command gets ([`crate::environment`]).
+    environment: Vec<Setting>,
 }
 
 impl Prepared {
     /// A ruleset built for `report`, on the kernel its probe describes.
     pub(crate) fn new(report: Report, ruleset: Arc<OwnedFd>, filter: TerminalFilter) -> Prepared {
+        let environment = environment::settings(&report);
         Prepared {
             report,
             ruleset,
             filter,
             keep_fds: Vec::new(),
+            environment,
         }
     }
 
@@ -67,6 +72,39 @@ impl Prepared {
     pub fn keep_fds(mut self, fds: impl IntoIterator<Item = RawFd>) -> Prepared {
         self.keep_fds.extend(fds);
         self
+    }
+
+    /// The variables [`Prepared::confine`] and
+    /// [`Prepared::status_with_denials`] set on a command, where neither
+    /// this process's environment nor the command itself sets them:
+    /// daemon identities of the session's own (tmux, Gradle, sccache) and
+    /// installs by copy (uv, pnpm). See [`crate::environment`].
+    /// [`Prepared::restrict_self`] leaves the process's environment alone:
+    /// set them yourself before starting commands.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// let prepared = strument_sandbox::Policy { writable: vec!["/tmp".into()], ..Default::default() }.prepare()?;
+    /// for s in prepared.environment().iter().filter(|s| s.applied()) {
+    ///     println!("{}={:?}  ({})", s.variable, s.value, s.why);
+    /// }
+    /// # Ok::<(), strument_sandbox::ApplyError>(())
+    /// ```
+    #[must_use]
+    pub fn environment(&self) -> &[Setting] {
+        &self.environment
+    }
+
+    /// Sets [`Prepared::environment`] on `cmd`, making the session
+    /// directory it names; on failure those variables are left out and the
+    /// error returned.
+    ///
+    /// # Errors
+    ///
+    /// The OS error of making the session directory.
+    pub fn set_environment(&self, cmd: &mut Command) -> io::Result<()> {
+        environment::apply(&self.environment, cmd)
     }
 
     /// What enforcing this ruleset grants.
@@ -129,7 +167,8 @@ impl Prepared {
     /// descriptor opened here, then `close_range` marking every descriptor
     /// above 2 close-on-exec but those kept, see [`Prepared::keep_fds`]), so
     /// this is safe in a multi-threaded caller. If any fails the command does
-    /// not run and spawning it returns the error.
+    /// not run and spawning it returns the error. The command also gets
+    /// [`Prepared::environment`] (see [`Prepared::set_environment`]).
     ///
     /// # Examples
     ///
@@ -143,6 +182,9 @@ impl Prepared {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn confine(&self, cmd: &mut Command) {
+        // Without the session directory the tools keep their defaults,
+        // which the rest of the sandbox still confines.
+        let _ = self.set_environment(cmd);
         sys::confine_before_exec(cmd, Arc::clone(&self.ruleset), self.filter.clone());
         // A separate step, after confining: see Prepared::keep_fds.
         fds::keep_only(cmd, &self.keep_fds);
@@ -222,6 +264,7 @@ impl Prepared {
         cmd: &mut Command,
         waiter: &mut dyn Waiter,
     ) -> Result<Denied, TraceError> {
+        let _ = self.set_environment(cmd);
         fds::keep_only(cmd, &self.keep_fds);
         denials::status_with_denials(&self.report, &self.ruleset, &self.filter, cmd, waiter)
     }

@@ -534,6 +534,24 @@ impl Judge {
         }
     }
 
+    /// A judge of the same home directory (its ancestors walked once, here
+    /// if not yet) for another project, or none.
+    pub(crate) fn for_project(&self, project: Option<&Path>) -> Judge {
+        let home_chain = self.home_chain();
+        Judge {
+            home: self.home.clone(),
+            home_chain: OnceCell::from(home_chain.clone()),
+            project: project.map(Path::to_path_buf),
+            above_project: OnceCell::new(),
+        }
+    }
+
+    /// The home directory, then each ancestor up to `/`.
+    fn home_chain(&self) -> &Vec<(u64, u64)> {
+        self.home_chain
+            .get_or_init(|| self.home.as_deref().map(chain).unwrap_or_default())
+    }
+
     /// What `id` covers that a derived root must not, if anything.
     pub(crate) fn covers(&self, id: (u64, u64)) -> Option<Covers> {
         if let Some(c) = self.covers_home(id) {
@@ -581,9 +599,7 @@ impl Judge {
 
     /// Whether `id` is the home directory or above it.
     fn covers_home(&self, id: (u64, u64)) -> Option<Covers> {
-        let home_chain = self
-            .home_chain
-            .get_or_init(|| self.home.as_deref().map(chain).unwrap_or_default());
+        let home_chain = self.home_chain();
         if home_chain.first() == Some(&id) {
             Some(Covers::Home)
         } else if home_chain.iter().skip(1).any(|a| *a == id) {

@@ -9,6 +9,15 @@
 //! there), and snapshots the files that run later. Then it confines each
 //! command the caller starts, and reports what those commands changed.
 //! The caller itself stays unconfined.
+//!
+//! Two places hold everything: what lives as long as the session (the
+//! prepared ruleset, the tripwire, and whatever else serves every command,
+//! such as a supervisor of its connections) is a field of [`Session`], made
+//! in [`SessionBuilder::open`]; what each confined child is given (the
+//! ruleset and the terminal filter, and beside them its environment and the
+//! descriptors it keeps) is given in [`Session::confine`], which
+//! [`Session::run`] goes through, and beside it in
+//! [`Session::run_explaining_denials`], which confines with the audit log on.
 
 use std::io;
 use std::os::fd::RawFd;
@@ -18,13 +27,14 @@ use std::sync::{Mutex, PoisonError};
 
 use crate::denials::Denied;
 use crate::error::{SessionError, TraceError};
+use crate::git::GitLayout;
 use crate::policy::Policy;
 use crate::prepared::Prepared;
 use crate::report::Report;
 use crate::root::{Origin, Root};
-use crate::sockets::default_sockets;
+use crate::sockets::sockets_for;
 use crate::tripwire::{Change, Snapshot};
-use crate::writable::{create_missing_caches, default_writable};
+use crate::writable::{Inputs, create_missing_caches_in, writable_from};
 
 pub use crate::wait::{PlainWait, Waiter};
 
@@ -55,6 +65,7 @@ pub use crate::wait::{PlainWait, Waiter};
 /// ```
 #[derive(Debug)]
 pub struct Session {
+    /// The ruleset, built once; the report of what it grants.
     prepared: Prepared,
     /// The caches made before the policy was built.
     created: Vec<PathBuf>,
@@ -410,18 +421,27 @@ impl SessionBuilder {
             Some(project) => project.clone(),
             None => std::env::current_dir().map_err(SessionError::CurrentDirectory)?,
         };
-        self.policy_for(&project)
+        let inputs = Inputs::of_process(Some(&project));
+        Ok(self.policy_from(&project, &inputs)?.0)
     }
 
-    fn policy_for(&self, project: &Path) -> Result<Policy, SessionError> {
-        let writable: Vec<Root> = default_writable(project, self.state.as_deref(), &self.extra)?;
-        let mut sockets = default_sockets(project, self.state.as_deref());
+    /// The default policy for `project` from inputs read once, with the git
+    /// layout it read.
+    fn policy_from(
+        &self,
+        project: &Path,
+        inputs: &Inputs,
+    ) -> Result<(Policy, GitLayout), SessionError> {
+        let env = |name: &str| std::env::var_os(name);
+        let (writable, git) =
+            writable_from(project, self.state.as_deref(), &self.extra, &env, inputs)?;
+        let mut sockets = sockets_for(project, self.state.as_deref(), inputs.home.as_deref());
         sockets.extend(
             self.sockets
                 .iter()
                 .map(|path| Root::new(path.clone(), Origin::Extra)),
         );
-        Ok(Policy { writable, sockets })
+        Ok((Policy { writable, sockets }, git))
     }
 
     /// Opens the session: refuses the home directory (or above it) as an
@@ -451,28 +471,37 @@ impl SessionBuilder {
     /// }
     /// ```
     pub fn open(self) -> Result<Session, SessionError> {
-        let project = match &self.project {
-            Some(project) => project.clone(),
-            None => {
-                let dir = std::env::current_dir().map_err(SessionError::CurrentDirectory)?;
-                if let Some(covers) = crate::root::covers_home(&dir) {
-                    return Err(SessionError::HomeAsProject { dir, covers });
-                }
-                dir
-            }
+        // Each input is read once here and passed on: the current directory,
+        // the home directory (and what covers it), the cache list, the git
+        // layout, and the probe (in prepare, kept in the report).
+        let (project, implicit) = match &self.project {
+            Some(project) => (project.clone(), false),
+            None => (
+                std::env::current_dir().map_err(SessionError::CurrentDirectory)?,
+                true,
+            ),
         };
+        let inputs = Inputs::of_process(Some(&project));
+        if implicit {
+            if let Some(covers) = inputs.judge.covers_path(&project) {
+                return Err(SessionError::HomeAsProject {
+                    dir: project,
+                    covers,
+                });
+            }
+        }
         // Before the policy is built: the cache home is granted by the
         // directories in it, so the ones made here must exist by then.
         let created = if self.create_caches {
-            create_missing_caches()
+            create_missing_caches_in(&|name| std::env::var_os(name), &inputs)
         } else {
             Vec::new()
         };
-        let prepared = self
-            .policy_for(&project)?
-            .prepare()?
+        let (policy, git) = self.policy_from(&project, &inputs)?;
+        let prepared = policy
+            .prepare_judged(Some(&inputs.judge))?
             .keep_fds(self.keep_fds.iter().copied());
-        let tripwire = Mutex::new(Snapshot::take(&prepared));
+        let tripwire = Mutex::new(Snapshot::take_with(&prepared, Some(git.watched)));
         Ok(Session {
             prepared,
             created,

@@ -30,6 +30,15 @@ use crate::root::{Origin, Root, RootKind, SkipReason};
 /// ```
 #[must_use]
 pub fn default_sockets(project_root: &Path, state_dir: Option<&Path>) -> Vec<Root> {
+    sockets_for(project_root, state_dir, dirs::home_dir().as_deref())
+}
+
+/// [`default_sockets`] with the home directory already read.
+pub(crate) fn sockets_for(
+    project_root: &Path,
+    state_dir: Option<&Path>,
+    home: Option<&Path>,
+) -> Vec<Root> {
     let mut out = vec![Root::new(project_root, Origin::Project)];
     if let Some(state) = state_dir {
         out.push(Root::new(state, Origin::State));
@@ -43,7 +52,7 @@ pub fn default_sockets(project_root: &Path, state_dir: Option<&Path>) -> Vec<Roo
     {
         out.push(Root::new(agent, Origin::SshAgent));
     }
-    if let Some(dir) = gpg_socket_dir() {
+    if let Some(dir) = gpg_socket_dir(home) {
         for name in GPG_SOCKETS {
             out.push(Root::new(dir.join(name), Origin::GpgAgent));
         }
@@ -55,9 +64,8 @@ pub fn default_sockets(project_root: &Path, state_dir: Option<&Path>) -> Vec<Roo
 /// gpg 2.4 keeps the public keys.
 const GPG_SOCKETS: [&str; 2] = ["S.gpg-agent", "S.keyboxd"];
 
-fn gpg_socket_dir() -> Option<PathBuf> {
-    let home = dirs::home_dir().filter(|h| h.is_absolute());
-    let default_home = home.as_ref().map(|h| h.join(".gnupg"));
+fn gpg_socket_dir(home: Option<&Path>) -> Option<PathBuf> {
+    let default_home = home.filter(|h| h.is_absolute()).map(|h| h.join(".gnupg"));
     match std::env::var_os("GNUPGHOME").filter(|v| Path::new(v).is_absolute()) {
         Some(custom) if Some(PathBuf::from(&custom)) != default_home => {
             let out = std::process::Command::new("gpgconf")

@@ -361,6 +361,13 @@ impl Snapshot {
     /// ```
     #[must_use]
     pub fn take(prepared: &Prepared) -> Snapshot {
+        Snapshot::take_with(prepared, None)
+    }
+
+    /// [`Snapshot::take`], watching `git_dirs` when the project's git layout
+    /// was already read (by the policy a session built): the `.git`
+    /// pointers are then read once for both.
+    pub(crate) fn take_with(prepared: &Prepared, git_dirs: Option<Vec<PathBuf>>) -> Snapshot {
         // The project by its origin, not by its place: a project that was
         // skipped (missing) must not make the state directory or $TMPDIR
         // the place watched.
@@ -374,7 +381,10 @@ impl Snapshot {
             .find(|g| !named_project || g.origin == Origin::Project)
             .map(|g| g.path.clone());
         match project {
-            Some(project) => Snapshot::of_project(&project),
+            Some(project) => match git_dirs {
+                Some(git_dirs) => Snapshot::with_git_dirs(project, git_dirs),
+                None => Snapshot::of_project(&project),
+            },
             None => Snapshot {
                 project: PathBuf::new(),
                 git_dirs: Vec::new(),
@@ -410,8 +420,11 @@ impl Snapshot {
     /// ```
     #[must_use]
     pub fn of_project(project: &Path) -> Snapshot {
-        let project = project.to_path_buf();
-        let git_dirs = git::watched_git_dirs(&project);
+        Snapshot::with_git_dirs(project.to_path_buf(), git::watched_git_dirs(project))
+    }
+
+    /// A snapshot of `project` watching `git_dirs`, as read from its `.git`.
+    fn with_git_dirs(project: PathBuf, git_dirs: Vec<PathBuf>) -> Snapshot {
         let entries = watch(&project, &git_dirs);
         Snapshot {
             project,

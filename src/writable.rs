@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 use crate::beneath;
 use crate::error::PolicyError;
-use crate::git::git_dirs;
+use crate::git::{GitLayout, read_layout};
 use crate::policy::require_absolute;
 use crate::root::{Judge, Origin, Rights, Root, Variable};
 
@@ -45,6 +45,14 @@ const TEMP: &[&str] = &["/tmp", "/var/tmp", "/dev/shm"];
 ///   that does not name the project back (a worktree's `gitdir` file, a
 ///   submodule's `core.worktree`) is another working tree's: it is listed
 ///   for [`Policy`](crate::Policy) to skip, and its common directory is not;
+/// - **the enclosing repository's git directory**, for a project with no
+///   `.git` of its own inside another repository's working tree (a
+///   monorepo's package): the nearest `.git` above the project, below the
+///   home directory and on the same filesystem, with the same judgement as
+///   a `.git` pointer (granted whole when it is a git directory whose
+///   working tree holds the project, since `git commit` makes
+///   `index.lock` directly in it; the tripwire watches its hooks and
+///   config);
 /// - **temporary space**: `$TMPDIR`, `/tmp`, `/var/tmp`, `/dev/shm`;
 /// - **device files** programs write: `/dev/null`, `/dev/zero`,
 ///   `/dev/full`, `/dev/tty`, `/dev/ptmx`, `/dev/pts`;
@@ -112,6 +120,53 @@ pub fn default_writable(
     writable_for(project_root, state_dir, extra, &env, dirs::home_dir())
 }
 
+/// What the default roots are made of that is read from the machine, read
+/// once per session and passed on: the home directory, the judge of what
+/// covers it (and the project), where the cache home is, and the cache list.
+#[derive(Debug)]
+pub(crate) struct Inputs {
+    /// The home directory, when it is an absolute path.
+    pub(crate) home: Option<PathBuf>,
+    /// What a derived root must not cover: home, above it, above the project.
+    pub(crate) judge: Judge,
+    cache_home: Option<(PathBuf, Option<Variable>)>,
+    caches: Vec<Root>,
+}
+
+impl Inputs {
+    /// Reads them from `env` and `home`, for `project` when there is one.
+    pub(crate) fn read(
+        env: &dyn Fn(&str) -> Option<OsString>,
+        home: Option<PathBuf>,
+        project: Option<&Path>,
+    ) -> Inputs {
+        let var = |name: &'static str| variable(env, name);
+        let home = home.filter(|h| h.is_absolute());
+        let judge = Judge::new(home.as_deref(), project);
+        let cache_home = cache_home(&var, home.as_deref());
+        let caches = caches(&var, home.as_deref(), &judge);
+        Inputs {
+            home,
+            judge,
+            cache_home,
+            caches,
+        }
+    }
+
+    /// Reads them from this process's environment and home directory.
+    pub(crate) fn of_process(project: Option<&Path>) -> Inputs {
+        Inputs::read(&|name| std::env::var_os(name), dirs::home_dir(), project)
+    }
+}
+
+/// An absolute path from the environment variable `name`.
+fn variable(env: &dyn Fn(&str) -> Option<OsString>, name: &'static str) -> Option<Variable> {
+    env(name)
+        .map(PathBuf::from)
+        .filter(|p| p.is_absolute())
+        .map(|value| Variable { name, value })
+}
+
 /// Creates the toolchain caches of [`default_writable`] that do not exist
 /// yet, and returns the paths it created.
 ///
@@ -149,7 +204,7 @@ pub fn default_writable(
 #[must_use]
 pub fn create_missing_caches() -> Vec<PathBuf> {
     let env = |name: &str| std::env::var_os(name);
-    create_missing_caches_for(&env, dirs::home_dir())
+    create_missing_caches_in(&env, &Inputs::of_process(None))
 }
 
 /// The cache directories toolchains make in the XDG cache home, each with
@@ -161,7 +216,7 @@ pub fn create_missing_caches() -> Vec<PathBuf> {
 /// does, or where nobody has looked yet: those are named in
 /// `doc/security.md` as open routes. A directory in the cache home that no
 /// row names gets every right.
-pub(crate) const TOOLCHAIN_CACHES: [(&str, &str, Rights); 20] = [
+pub(crate) const TOOLCHAIN_CACHES: [(&str, &str, Rights); 25] = [
     // Objects, test results and trim.txt: regular files only (measured,
     // go 1.19: go test and go build with a module dependency).
     ("go", "go-build", Rights::NoSymlinks),
@@ -192,6 +247,26 @@ pub(crate) const TOOLCHAIN_CACHES: [(&str, &str, Rights); 20] = [
     ("tsc", "typescript", Rights::All),
     ("playwright", "ms-playwright", Rights::All), // browser builds; not measured
     ("cypress", "Cypress", Rights::All),          // not measured
+    // corepack: the package managers it downloads, in
+    // `$XDG_CACHE_HOME/node/corepack` (`COREPACK_HOME`; corepack's README).
+    // None made by corepack itself, but the archives it unpacks may carry
+    // symlinks (not checked for every package manager).
+    ("corepack", "node", Rights::All),
+    // puppeteer (19 and later): browsers in `~/.cache/puppeteer`
+    // (`PUPPETEER_CACHE_DIR`; puppeteer's configuration guide). A library,
+    // not a command: made where node is. Browser archives hold symlinks.
+    ("node", "puppeteer", Rights::All),
+    // pipx: `pipx run`'s cached environments in `~/.cache/pipx`
+    // (`PIPX_CACHE_DIR`, pipx 1.3+ docs; older releases keep it in
+    // PIPX_HOME). Each is a venv: `bin/python` is a symlink.
+    ("pipx", "pipx", Rights::All),
+    // bazelisk: the Bazel releases it downloads, `~/.cache/bazelisk`
+    // (`BAZELISK_HOME`; bazelisk's README): plain binaries.
+    ("bazelisk", "bazelisk", Rights::NoSymlinks),
+    // (bun's store is `~/.bun/install/cache`, granted in `caches`.)
+    // black, the Python formatter: `~/.cache/black/<version>` (black's
+    // docs, "cache"): pickled file hashes.
+    ("black", "black", Rights::NoSymlinks),
 ];
 
 /// The rights of the cache-home directory `name`: its row's, or every one.
@@ -227,6 +302,12 @@ fn looked_up_since(
     let Ok(stamp) = std::fs::metadata(checked) else {
         return false;
     };
+    // The stamp holds the PATH it was made with: a toolchain found only
+    // through a PATH entry added since (a new shell, `nix develop`) needs
+    // its cache made, however old that entry's directory is.
+    if std::fs::read(checked).ok().as_deref() != Some(path_var.as_bytes()) {
+        return false;
+    }
     let stamped = (stamp.mtime(), stamp.mtime_nsec());
     if ctime(cache_home) > stamped {
         return false;
@@ -237,19 +318,14 @@ fn looked_up_since(
         .all(|dir| std::fs::metadata(dir).map_or(true, |m| ctime(&m) <= stamped))
 }
 
-/// [`create_missing_caches`] with the environment and home given.
-pub(crate) fn create_missing_caches_for(
+/// [`create_missing_caches`] with the environment given and the home
+/// directory and cache list already read.
+pub(crate) fn create_missing_caches_in(
     env: &dyn Fn(&str) -> Option<OsString>,
-    home: Option<PathBuf>,
+    inputs: &Inputs,
 ) -> Vec<PathBuf> {
-    let var = |name: &'static str| {
-        env(name)
-            .map(PathBuf::from)
-            .filter(|p| p.is_absolute())
-            .map(|value| Variable { name, value })
-    };
-    let home = home.filter(|h| h.is_absolute());
-    let judge = Judge::new(home.as_deref(), None);
+    let var = |name: &'static str| variable(env, name);
+    let (home, judge) = (&inputs.home, &inputs.judge);
     let path_var = env("PATH").unwrap_or_default();
     let on_path = |tool: &str| {
         std::env::split_paths(&path_var)
@@ -273,7 +349,7 @@ pub(crate) fn create_missing_caches_for(
     let missing = |path: &Path| std::fs::symlink_metadata(path).is_err();
 
     let mut stamp = None;
-    if let Some((dir, variable)) = cache_home(&var, home.as_deref()) {
+    if let Some((dir, variable)) = inputs.cache_home.clone() {
         // One lstat says whether it is there and a directory; only a
         // variable's value or a symlink needs judging.
         let link = std::fs::symlink_metadata(&dir).ok();
@@ -319,6 +395,46 @@ pub(crate) fn create_missing_caches_for(
             make(&npm);
         }
     }
+    // pnpm's store, where pnpm would make it: the confined command is
+    // told its path (crate::environment), so that pnpm does not look for
+    // one it can link into and fall back to the project's mount root.
+    // Stores under the home directory whose parents a fresh home lacks:
+    // made with the levels above them (the directories the tool itself
+    // would make) when the tool is installed. pnpm's, whose path the
+    // confined command is told (crate::environment) so that pnpm does not
+    // fall back to a store in the project, also where corepack is, since
+    // `corepack pnpm` runs a pnpm on no PATH; bun's, which a bun installed
+    // by its script (`~/.bun/bin`) has not made yet.
+    let bun_cache = match var("BUN_INSTALL_CACHE_DIR") {
+        Some(v) => Some(v.value),
+        None => var("BUN_INSTALL")
+            .map(|v| v.value)
+            .or_else(|| home.as_ref().map(|h| h.join(".bun")))
+            .map(|b| b.join("install/cache")),
+    };
+    let stores: [(Option<PathBuf>, &[&str]); 2] = [
+        (
+            crate::environment::pnpm_store(env, home.as_deref()),
+            &["pnpm", "corepack"],
+        ),
+        (bun_cache, &["bun"]),
+    ];
+    for (store, tools) in stores {
+        let (Some(store), Some(home), true) = (store, home.as_deref(), stamp.is_some()) else {
+            continue;
+        };
+        if !missing(&store) || !store.starts_with(home) || !tools.iter().any(|t| on_path(t)) {
+            continue;
+        }
+        let mut levels: Vec<&Path> = store
+            .ancestors()
+            .take_while(|a| *a != home && missing(a))
+            .collect();
+        levels.reverse();
+        for level in levels {
+            make(level);
+        }
+    }
     if let Some(checked) = stamp {
         // After the directories are made, so the stamp is newer than the
         // cache home's change time.
@@ -329,9 +445,13 @@ pub(crate) fn create_missing_caches_for(
             .and_then(|(dir, name)| {
                 beneath::open_dir(dir, home.as_deref())?.write_file(name, 0o666)
             })
-            .and_then(|f| f.set_modified(std::time::SystemTime::now()));
+            .and_then(|mut f| {
+                f.set_len(0)?;
+                std::io::Write::write_all(&mut f, path_var.as_bytes())?;
+                f.set_modified(std::time::SystemTime::now())
+            });
     }
-    for root in caches(&var, home.as_deref(), &judge) {
+    for root in &inputs.caches {
         let parent = root.path.parent();
         if parent != home.as_deref() && parent.is_some_and(Path::is_dir) && missing(&root.path) {
             make(&root.path);
@@ -357,20 +477,29 @@ pub(crate) fn writable_for(
     env: &dyn Fn(&str) -> Option<OsString>,
     home: Option<PathBuf>,
 ) -> Result<Vec<Root>, PolicyError> {
+    let inputs = Inputs::read(env, home, Some(project_root));
+    writable_from(project_root, state_dir, extra, env, &inputs).map(|(roots, _git)| roots)
+}
+
+/// [`default_writable`] from inputs already read, with the project's git
+/// layout it read, for the tripwire to watch the same directories.
+pub(crate) fn writable_from(
+    project_root: &Path,
+    state_dir: Option<&Path>,
+    extra: &[PathBuf],
+    env: &dyn Fn(&str) -> Option<OsString>,
+    inputs: &Inputs,
+) -> Result<(Vec<Root>, GitLayout), PolicyError> {
     require_directory(project_root, "project root")?;
     let mut roots = vec![Root::new(project_root, Origin::Project)];
     if let Some(state) = state_dir {
         require_directory(state, "state directory")?;
         roots.push(Root::new(state, Origin::State));
     }
-    roots.extend(git_dirs(project_root)?);
+    let git = read_layout(project_root)?;
+    roots.extend(git.roots.iter().cloned());
 
-    let var = |name: &'static str| {
-        env(name)
-            .map(PathBuf::from)
-            .filter(|p| p.is_absolute())
-            .map(|value| Variable { name, value })
-    };
+    let var = |name: &'static str| variable(env, name);
     roots.extend(
         var("TMPDIR").map(|v| Root::new(v.value.clone(), Origin::Temp { variable: Some(v) })),
     );
@@ -379,22 +508,20 @@ pub(crate) fn writable_for(
             .map(|t| Root::new(*t, Origin::Temp { variable: None })),
     );
     roots.extend(DEVICES.iter().map(|d| Root::new(*d, Origin::Device)));
-    let home = home.filter(|h| h.is_absolute());
-    let judge = Judge::new(home.as_deref(), Some(project_root));
-    if let Some((dir, variable)) = cache_home(&var, home.as_deref()) {
+    if let Some((dir, variable)) = inputs.cache_home.clone() {
         roots.extend(cache_home_subdirs(
             &dir,
             &Origin::Cache { variable },
-            &judge,
+            &inputs.judge,
         ));
     }
-    roots.extend(caches(&var, home.as_deref(), &judge));
+    roots.extend(inputs.caches.iter().cloned());
 
     for path in extra {
         require_absolute(path, "extra writable root")?;
         roots.push(Root::new(path.clone(), Origin::Extra));
     }
-    Ok(dedup(roots))
+    Ok((dedup(roots), git))
 }
 
 /// Drops repeated paths, keeping the first position and the most
@@ -572,9 +699,13 @@ fn caches(
         Some(v) => Some(Root::new(v.value.clone(), cache(Some(v)))),
         None => or_home("BUN_INSTALL", ".bun").map(|(b, o)| Root::new(b.join("install/cache"), o)),
     });
-    out.extend(match var("npm_config_store_dir") {
-        Some(v) => Some(Root::new(v.value.clone(), cache(Some(v)))),
-        None => or_home("XDG_DATA_HOME", ".local/share")
+    // pnpm: `$PNPM_HOME/store` or the XDG data home's `pnpm/store`
+    // (environment::pnpm_store), never PNPM_HOME itself: `pnpm setup` puts
+    // it on PATH as the directory of global commands.
+    out.extend(match (var("npm_config_store_dir"), var("PNPM_HOME")) {
+        (Some(v), _) => Some(Root::new(v.value.clone(), cache(Some(v)))),
+        (None, Some(v)) => Some(Root::new(v.value.join("store"), cache(Some(v)))),
+        (None, None) => or_home("XDG_DATA_HOME", ".local/share")
             .map(|(d, o)| Root::new(d.join("pnpm/store"), o)),
     });
     out.extend(var("YARN_CACHE_FOLDER").map(|v| Root::new(v.value.clone(), cache(Some(v)))));
@@ -589,13 +720,23 @@ fn caches(
         }
     }
 
-    // Caches moved out of the XDG cache home by their own variables, with
-    // the rights of their row in TOOLCHAIN_CACHES.
+    // Caches moved out of the XDG cache home by their own variables (each
+    // as its tool documents it: the TOOLCHAIN_CACHES notes), with the
+    // rights of their row there.
     for (name, sub) in [
         ("PIP_CACHE_DIR", "pip"),
         ("UV_CACHE_DIR", "uv"),
         ("CCACHE_DIR", "ccache"),
         ("SCCACHE_DIR", "sccache"),
+        ("DENO_DIR", "deno"),
+        ("COREPACK_HOME", "node"),
+        ("PLAYWRIGHT_BROWSERS_PATH", "ms-playwright"),
+        ("PUPPETEER_CACHE_DIR", "puppeteer"),
+        ("PIPX_CACHE_DIR", "pipx"),
+        ("BAZELISK_HOME", "bazelisk"),
+        ("ZIG_GLOBAL_CACHE_DIR", "zig"),
+        ("PRE_COMMIT_HOME", "pre-commit"),
+        ("POETRY_CACHE_DIR", "pypoetry"),
     ] {
         out.extend(var(name).map(|v| {
             Root::new(v.value.clone(), cache(Some(v))).with_rights(cache_home_rights(sub.as_ref()))
@@ -698,6 +839,23 @@ mod tests {
         let mut dedup = roots.clone();
         dedup.dedup();
         assert_eq!(dedup.len(), roots.len());
+    }
+
+    #[test]
+    fn stores_are_made_with_their_parents_only_for_installed_tools() {
+        let home = tempfile::tempdir().expect("tempdir");
+        let bin = tempfile::tempdir().expect("tempdir");
+        std::fs::create_dir(home.path().join(".cache")).expect("mkdir");
+        std::fs::write(bin.path().join("bun"), "").expect("bun");
+        let path: OsString = bin.path().into();
+        let env = move |name: &str| (name == "PATH").then(|| path.clone());
+        let made =
+            create_missing_caches_in(&env, &Inputs::read(&env, Some(home.path().into()), None));
+        let bun = home.path().join(".bun/install/cache");
+        assert!(bun.is_dir(), "{made:?}");
+        assert!(made.contains(&bun));
+        // No pnpm and no corepack on PATH: no pnpm store.
+        assert!(!home.path().join(".local").exists(), "{made:?}");
     }
 
     #[test]

@@ -56,27 +56,39 @@ impl Project {
     /// write beside the project (outside every root) and land one inside,
     /// checked on disk. Stops the benchmark otherwise.
     fn assert_confined(&self, report: &strument_sandbox::Report, stderr_log: &Path) {
-        let outside = self.dir.with_file_name(format!(
+        // Beside the project, or (a project in a granted temp root, as the
+        // file-heavy case's in /dev/shm) in the checkout's target directory.
+        let beside = self.dir.with_file_name(format!(
             "{}-outside",
             self.dir
                 .file_name()
                 .map_or("project".into(), |n| n.to_string_lossy())
         ));
+        let in_target = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/bench-sandbox-outside");
+        let mut verdicts = Vec::new();
+        let mut chosen = None;
+        for outside in [beside, in_target] {
+            let refused = outside.join("written");
+            let granted = report
+                .explain(&refused)
+                .unwrap_or_else(|e| fail(&format!("explain {}: {e}", refused.display())));
+            if granted.is_granted() {
+                verdicts.push(format!("{} ({:?})", refused.display(), granted.verdict));
+            } else {
+                chosen = Some((outside, refused));
+                break;
+            }
+        }
+        let Some((outside, refused)) = chosen else {
+            fail(&format!(
+                "{} writable under the project's policy: the benchmark's sandbox would confine \
+                 nothing it could check; put the checkout and the project elsewhere",
+                verdicts.join(" and ")
+            ))
+        };
         fs::create_dir_all(&outside)
             .unwrap_or_else(|e| fail(&format!("{}: {e}", outside.display())));
-        let refused = outside.join("written");
         let landed = self.dir.join("confinement-check");
-        let granted = report
-            .explain(&refused)
-            .unwrap_or_else(|e| fail(&format!("explain {}: {e}", refused.display())));
-        if granted.is_granted() {
-            fail(&format!(
-                "{} is writable under the project's policy ({:?}): the benchmark's sandbox would \
-                 confine nothing it could check; put the project elsewhere",
-                refused.display(),
-                granted.verdict
-            ));
-        }
         let prepared = Project::policy(&self.dir)
             .prepare()
             .unwrap_or_else(|e| fail(&format!("prepare: {e}")));

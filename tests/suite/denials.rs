@@ -384,6 +384,33 @@ fn the_file_system_s_own_refusals_are_named_as_its_not_the_sandbox_s() {
 }
 
 #[test]
+fn a_write_to_a_place_refused_on_purpose_says_why_instead_of_an_allow() {
+    let h = user_home();
+    let tool = h.home.join(".cargo/bin/tool");
+    let script = format!(
+        "id -u > uid; echo evil >> '{}'; echo granted > granted",
+        tool.display()
+    );
+    let out = run_as_user(&h, &[FLAG, "--json"], &["sh", "-c", &script], None, &[]);
+    assert_success(&out);
+    assert_ran_as_the_user(&h);
+    let v = last_json(&out);
+    let denials = v["denials"].as_array().expect("a denials list");
+    assert_eq!(denials.len(), 1, "{v}");
+    let line = denials[0]["line"].as_str().unwrap_or_default();
+    assert!(
+        line.starts_with(&format!("refused writing {} (sh: openat, EACCES): refused on purpose: {} is where `cargo install` puts programs", tool.display(), h.home.join(".cargo/bin").display())),
+        "{line}"
+    );
+    assert!(!line.contains("--allow"), "{line}");
+    assert_eq!(denials[0]["allow"], serde_json::json!([]), "{v}");
+    assert_eq!(denials[0]["refused_by"], "sandbox");
+    // Granted: the write beside it landed; the refused one did not.
+    assert!(h.project.join("granted").is_file());
+    h.assert_sentinels_intact();
+}
+
+#[test]
 fn a_process_the_command_leaves_running_is_waited_for_and_its_refusals_named() {
     let h = user_home();
     let out = run_as_user(

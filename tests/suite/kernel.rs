@@ -392,3 +392,37 @@ fn build_example(name: &str) -> std::path::PathBuf {
         .expect("target/<profile>/deps/<test>");
     profile.join("examples").join(name)
 }
+
+/// The library's entrance: a session over a project runs its command
+/// confined (a write in the project lands, one in the home is refused),
+/// reports the hook the command planted exactly once, and leaves the caller
+/// free to write where the command could not.
+#[test]
+fn a_session_confines_its_command_and_reports_a_planted_hook_once() {
+    let h = FakeHome::new();
+    fs::create_dir_all(h.project.join(".git/hooks")).expect("mkdir .git/hooks");
+    let outside = h.home.join("outside");
+    let session = strument_sandbox::Session::builder(&h.project)
+        .create_caches(false)
+        .open()
+        .expect("Landlock is here");
+    let mut cmd = Command::new("sh");
+    cmd.args([
+        "-c",
+        r#"echo in > kept; echo hook > .git/hooks/pre-commit; echo out > "$0""#,
+    ])
+    .arg(&outside)
+    .current_dir(&h.project);
+    let finished = session.run(&mut cmd).expect("sh runs");
+    assert!(!finished.status.success(), "the write outside was refused");
+    assert_eq!(
+        fs::read_to_string(h.project.join("kept")).expect("written"),
+        "in\n"
+    );
+    assert!(!outside.exists(), "the command wrote in the home");
+    let names: Vec<_> = finished.changes.iter().map(|c| c.name.clone()).collect();
+    assert_eq!(names, [Path::new(".git/hooks/pre-commit")]);
+    assert!(session.changes().is_empty(), "reported twice");
+    fs::write(&outside, "the caller\n").expect("the caller is not confined");
+    h.assert_sentinels_intact();
+}

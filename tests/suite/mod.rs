@@ -8,12 +8,14 @@
 //! of every Landlock generation under qemu; `container` runs the scenarios in
 //! podman containers (root, podman, runc, Landlock); `simulated`, `cli`,
 //! `writable` and `readline` (a lint of the shared shell scripts) run anywhere.
+//! `first_hour` needs Landlock and npm's and PyPI's registries.
 
 mod capped;
 mod cli;
 mod container;
 mod denials;
 mod deputies;
+mod first_hour;
 mod kernel;
 mod network;
 mod props;

@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use serde_json::json;
 use strument_sandbox::{explain::Explanation, explain::Verdict};
 
+use crate::output::json_with;
 use crate::{Failure, Roots, build_policy, status};
 
 pub(crate) fn cmd_explain(roots: &Roots, json: bool, paths: &[PathBuf]) -> Result<u8, Failure> {
@@ -25,11 +26,7 @@ pub(crate) fn cmd_explain(roots: &Roots, json: bool, paths: &[PathBuf]) -> Resul
     if json {
         let paths: Vec<_> = explained
             .iter()
-            .map(|e| {
-                let mut v = json!(e);
-                v["writable"] = json!(e.is_granted());
-                v
-            })
+            .map(|e| json_with(e, "writable", json!(e.is_granted())))
             .collect();
         let warnings: Vec<String> = report.warnings.iter().map(ToString::to_string).collect();
         let v = json!({

@@ -21,6 +21,7 @@ mod probe;
 mod run;
 #[allow(unsafe_code)]
 mod sys;
+mod tail;
 
 /// Exit statuses of the tool itself; `run` otherwise exits with the command's.
 pub(crate) mod status {
@@ -151,6 +152,14 @@ enum Cmd {
         `run` waits for the command: SIGINT, SIGTERM, SIGHUP and SIGQUIT sent to it are passed\n\
         on (the terminal's Ctrl-C reaches the command directly, once), Ctrl-Z stops both, and\n\
         `fg` resumes both.\n\n\
+        The command gets a few variables where the environment does not set them (tmux,\n\
+        Gradle and sccache daemons of the session's own; uv and pnpm install by copy):\n\
+        `policy` lists them. When the command fails and standard error is not a terminal,\n\
+        paths its error output names in places refused on purpose (rustup's home,\n\
+        ~/.cargo/bin, ~/go/bin, npm's global prefix, ~/.local/bin, the Nix store,\n\
+        ~/.gnupg) are explained: what the place is, why, and what to do instead\n\
+        (--json: \"refused_on_purpose\": [{\"path\", \"place\", \"what\", \"why\",\n\
+        \"instead\", \"detail\"}]).\n\n\
         --explain-denials also lists, once the command and every process it started have\n\
         ended, each write the kernel refused it, one line each (deduplicated, the first 20;\n\
         --json lists up to 1000): the path as given and made absolute, the operation, the\n\

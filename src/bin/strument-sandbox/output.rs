@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Value, json};
 use strument_sandbox::{
-    Availability, ProbeError, Report, Rights, abi::Feature, services::Service,
+    Availability, Origin, ProbeError, Report, Rights, abi::Feature, services::Service,
     services::reachable_services,
 };
 
@@ -39,6 +39,26 @@ pub(crate) fn report_lines(report: &Report) -> Vec<String> {
             .map(|r| format!(" -> {}", r.display()))
             .unwrap_or_default()
     };
+    // A git directory of the repository the project sits inside (a
+    // monorepo's package) says so: its pointer is above the project.
+    let project = report
+        .granted
+        .iter()
+        .find(|g| g.origin == Origin::Project)
+        .map(|g| g.path.as_path());
+    let enclosing = |o: &Origin| match (o, project) {
+        (Origin::Git { pointer }, Some(project)) => pointer
+            .parent()
+            .is_some_and(|tree| project.starts_with(tree) && project != tree),
+        _ => false,
+    };
+    let note = |o: &Origin| {
+        if enclosing(o) {
+            "  (the enclosing repository's: the project is inside its working tree)"
+        } else {
+            ""
+        }
+    };
     let granted = report.granted.iter().map(|g| {
         // Only a narrower set is worth a word: every other root has them all.
         let rights = if g.rights == Rights::All {
@@ -46,11 +66,16 @@ pub(crate) fn report_lines(report: &Report) -> Vec<String> {
         } else {
             format!("  ({})", g.rights)
         };
-        let rest = format!("{}  [{}]{rights}", resolved(&g.resolved), g.origin);
+        let rest = format!(
+            "{}  [{}]{rights}{}",
+            resolved(&g.resolved),
+            g.origin,
+            note(&g.origin)
+        );
         row("granted", g.kind.name(), &g.path, &rest)
     });
     let skipped = report.skipped.iter().map(|s| {
-        let rest = format!("  [{}]  ({})", s.origin, s.reason);
+        let rest = format!("  [{}]  ({}){}", s.origin, s.reason, note(&s.origin));
         row("skipped", s.reason.name(), &s.path, &rest)
     });
     let sockets = report.sockets.iter().map(|s| {
@@ -77,6 +102,25 @@ pub(crate) fn report_lines(report: &Report) -> Vec<String> {
         .collect()
 }
 
+/// The confined command's environment (`strument_sandbox::environment`),
+/// one variable a line: its value, or the caller's that stands instead.
+pub(crate) fn environment_lines(report: &Report) -> Vec<String> {
+    strument_sandbox::environment::settings(report)
+        .iter()
+        .map(|s| {
+            let value = match &s.caller {
+                None => format!("{}={}", s.variable, s.value.to_string_lossy()),
+                Some(caller) => format!(
+                    "{}={} (set by the caller; left alone)",
+                    s.variable,
+                    caller.to_string_lossy()
+                ),
+            };
+            format!("env      {:<9}  {value}  ({})", s.tool, s.why)
+        })
+        .collect()
+}
+
 /// One line of the report: what, the stable name, the path, and the rest.
 fn row(tag: &str, name: &str, path: &Path, rest: &str) -> String {
     format!("{tag:<7}  {name:<9}  {}{rest}", path.display())
@@ -94,6 +138,13 @@ pub(crate) fn services_if_open(a: &Availability) -> Vec<Service> {
 
 pub(crate) fn service_lines(services: &[Service]) -> impl Iterator<Item = String> + '_ {
     services.iter().map(|s| format!("reachable: {s}"))
+}
+
+/// `item` as the library serializes it, with one more field beside.
+pub(crate) fn json_with<T: serde::Serialize>(item: &T, key: &str, value: Value) -> Value {
+    let mut v = json!(item);
+    v[key] = value;
+    v
 }
 
 /// What `--json` prints of a probe: the library's fields, and beside them

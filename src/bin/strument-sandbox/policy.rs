@@ -1,6 +1,6 @@
 //! `policy`: the writable roots for a project, granted or skipped and why.
 
-use crate::output::{report_json, report_lines};
+use crate::output::{environment_lines, report_json, report_lines};
 use crate::{Failure, Roots, build_policy, status};
 
 pub(crate) fn cmd_policy(roots: &Roots, json: bool) -> Result<u8, Failure> {
@@ -10,13 +10,18 @@ pub(crate) fn cmd_policy(roots: &Roots, json: bool) -> Result<u8, Failure> {
         .map_err(|e| Failure::new(status::POLICY, e))?;
     let a = &report.landlock;
     if json {
-        say!("{}", report_json(&report));
+        let mut v = report_json(&report);
+        v["environment"] = serde_json::json!(strument_sandbox::environment::settings(&report));
+        say!("{v}");
     } else {
         match &a.error {
             None => say!("landlock: ABI {}", a.abi),
             Some(why) => say!("landlock: unavailable ({why}): `run` would refuse"),
         }
-        for line in report_lines(&report) {
+        for line in report_lines(&report)
+            .into_iter()
+            .chain(environment_lines(&report))
+        {
             say!("{line}");
         }
     }

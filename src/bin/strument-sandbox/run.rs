@@ -11,8 +11,11 @@ use strument_sandbox::denials::{Denial, Denied, RefusedBy};
 use strument_sandbox::tripwire::Change;
 use strument_sandbox::{ApplyError, Report, SessionError, TraceError};
 
+use strument_sandbox::refusals::{self, Refusal};
+
 use crate::forward::SignalForwarder;
-use crate::output::{report_lines, service_lines};
+use crate::output::{environment_lines, json_with, report_lines, service_lines};
+use crate::tail::{self, Tailing};
 use crate::{Failure, Roots, session_builder, status};
 
 /// The flags of `run` beyond the roots and the command.
@@ -56,6 +59,7 @@ pub(crate) fn cmd_run(
     let mut cmd = Command::new(program);
     cmd.args(args);
     let mut denials = None;
+    let mut said = Vec::new();
     let finished = if options.explain_denials {
         let (finished, denied) = session
             .run_explaining_denials(&mut cmd, &mut forwarder)
@@ -70,19 +74,36 @@ pub(crate) fn cmd_run(
         denials = Some(denied.denials);
         finished
     } else {
-        session
-            .run_waiting(&mut cmd, &mut forwarder)
-            .map_err(|e| cannot_run(program, &e))?
+        // The command's standard error passed on with its end kept, so a
+        // failure can be explained from the paths it names.
+        let mut waiter = Tailing::new(&mut forwarder, tail::wanted().then_some(&mut cmd));
+        let finished = session
+            .run_waiting(&mut cmd, &mut waiter)
+            .map_err(|e| cannot_run(program, &e))?;
+        let said_last = waiter.finish();
+        if !finished.status.success() {
+            said = refusals::on_purpose(session.report(), &said_last);
+        }
+        finished
     };
     let code = exit_code(finished.status);
     if options.json {
         eprintln!(
             "{}",
-            run_json(code, finished.status, &finished.changes, denials.as_deref())
+            run_json(
+                code,
+                finished.status,
+                &finished.changes,
+                &said,
+                denials.as_deref()
+            )
         );
     } else {
         for change in &finished.changes {
             eprintln!("strument-sandbox: {change}");
+        }
+        for refusal in &said {
+            eprintln!("strument-sandbox: {refusal}");
         }
     }
     Ok(code)
@@ -109,21 +130,24 @@ fn refused(e: SessionError) -> Failure {
 }
 
 /// `run --json`: how the command ended and what it changed that runs later.
-fn run_json(code: u8, status: ExitStatus, changes: &[Change], denials: Option<&[Denial]>) -> Value {
+fn run_json(
+    code: u8,
+    status: ExitStatus,
+    changes: &[Change],
+    refused: &[Refusal],
+    denials: Option<&[Denial]>,
+) -> Value {
     use std::os::unix::process::ExitStatusExt;
     // Each change with the line a person reads, as the tripwire prints it.
     let changes: Vec<Value> = changes
         .iter()
-        .map(|c| {
-            let mut v = json!(c);
-            v["line"] = json!(c.to_string());
-            v
-        })
+        .map(|c| json_with(c, "line", json!(c.to_string())))
         .collect();
     let mut v = json!({
         "exit": code,
         "signal": status.signal(),
         "changes": changes,
+        "refused_on_purpose": refused,
     });
     // With --explain-denials: each refused write, with the roots to allow
     // and the line a person reads.
@@ -131,15 +155,16 @@ fn run_json(code: u8, status: ExitStatus, changes: &[Change], denials: Option<&[
         let denials: Vec<Value> = denials
             .iter()
             .map(|d| {
-                let mut v = json!(d);
-                v["allow"] = json!(
-                    d.allow()
-                        .iter()
-                        .map(|p| p.to_string_lossy().into_owned())
-                        .collect::<Vec<_>>()
-                );
-                v["line"] = json!(d.to_string());
-                v
+                let allow: Vec<String> = d
+                    .allow()
+                    .iter()
+                    .map(|p| p.to_string_lossy().into_owned())
+                    .collect();
+                json_with(
+                    &json_with(d, "allow", json!(allow)),
+                    "line",
+                    json!(d.to_string()),
+                )
             })
             .collect();
         v["denials"] = json!(denials);
@@ -156,7 +181,10 @@ fn print_warnings(report: &Report) {
 }
 
 fn print_report(report: &Report) {
-    for line in report_lines(report) {
+    for line in report_lines(report)
+        .into_iter()
+        .chain(environment_lines(report))
+    {
         eprintln!("strument-sandbox: {line}");
     }
 }

@@ -146,13 +146,16 @@ else
 fi
 socket=${TMUX_TMPDIR:-/tmp}/tmux-$(id -u)/$tmux_name
 
+# By the socket's path: `-L` alone looks in the TMUX_TMPDIR `run` gives the
+# command (a directory of the session's own), and finds no server there. A
+# command that names the user's socket is the route this checks.
 # The confined clients: their status and what they said, kept for the verdicts.
 declare -A tmux_status tmux_out
 tmux_status[run-shell]=0
-tmux_out[run-shell]=$(confined tmux -L "$tmux_name" run-shell "touch '$home/tmux-run-shell'" 2>&1) ||
+tmux_out[run-shell]=$(confined tmux -S "$socket" run-shell "touch '$home/tmux-run-shell'" 2>&1) ||
   tmux_status[run-shell]=$?
 tmux_status[send-keys]=0
-tmux_out[send-keys]=$(confined tmux -L "$tmux_name" send-keys "touch '$home/tmux-send-keys'" Enter 2>&1) ||
+tmux_out[send-keys]=$(confined tmux -S "$socket" send-keys "touch '$home/tmux-send-keys'" Enter 2>&1) ||
   tmux_status[send-keys]=$?
 # The positive control for send-keys: a line typed unconfined after it. The
 # pane's shell runs its input in order, so once this marker is there a line
