@@ -163,8 +163,9 @@ enum Cmd {
         --explain-denials also lists, once the command and every process it started have\n\
         ended, each write the kernel refused it, one line each (deduplicated, the first 20;\n\
         --json lists up to 1000): the path as given and made absolute, the operation, the\n\
-        system call and its errno, and the smallest --allow that would grant it, or why the\n\
-        sandbox was not what refused it (the file system's own permissions):\n\
+        system call and its errno, and the smallest --allow that would grant it, the place\n\
+        refused on purpose it is in, or why the sandbox was not what refused it (the file\n\
+        system's own permissions):\n\
         \x20 refused creating /home/me/x (touch: openat, EACCES): no root grants /home/me, where\n\
         \x20 it would be created; to allow it: --allow /home/me\n\
         It traces the command (ptrace; a seccomp filter stops only the calls that write by\n\
