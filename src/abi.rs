@@ -228,14 +228,6 @@ pub enum Limitation {
     /// opened without `O_TRUNC` cannot be denied, so `truncate(2)` of a file
     /// outside the roots succeeds.
     TruncateUnrestricted,
-    /// Before ABI 9 a confined command can connect to any pathname unix
-    /// socket: a local service (tmux, the session bus, Docker, X11, an
-    /// editor) may then write for it. The report names the ones reachable
-    /// on this machine.
-    UnixSocketsReachable,
-    /// Before ABI 6 a confined command can connect to abstract unix
-    /// sockets of processes outside the sandbox.
-    AbstractSocketsReachable,
 }
 
 impl Limitation {
@@ -252,8 +244,6 @@ impl Limitation {
         match self {
             Limitation::CrossDirectoryRenameDenied => "cross-directory-rename-denied",
             Limitation::TruncateUnrestricted => "truncate-unrestricted",
-            Limitation::UnixSocketsReachable => "unix-sockets-reachable",
-            Limitation::AbstractSocketsReachable => "abstract-sockets-reachable",
         }
     }
 }
@@ -275,21 +265,6 @@ impl fmt::Display for Limitation {
                  (Linux {} or later can)",
                 Feature::Truncate.since_abi(),
                 Feature::Truncate.since_linux()
-            ),
-            Limitation::UnixSocketsReachable => write!(
-                f,
-                "Landlock ABI < {} cannot stop connecting to a unix socket: a local service \
-                 (tmux, the session bus, docker, X11, an editor) can write for a confined command; \
-                 Linux {} or later closes this",
-                Feature::ResolveUnix.since_abi(),
-                Feature::ResolveUnix.since_linux()
-            ),
-            Limitation::AbstractSocketsReachable => write!(
-                f,
-                "Landlock ABI < {} cannot stop connecting to an abstract unix socket of a process \
-                 outside the sandbox; Linux {} or later closes this",
-                Feature::Scopes.since_abi(),
-                Feature::Scopes.since_linux()
             ),
         }
     }

@@ -177,8 +177,8 @@ impl Setting {
 /// with this process's environment as the caller's.
 ///
 /// The session directory they name (`/tmp/strument-sandbox-<uid>/<key>`,
-/// the key from the project and state directory, so every command of one
-/// session finds the same daemons) is made when a command is confined.
+/// one per call, so every command of one session finds the same daemons and
+/// no other session's) is made when a command is confined.
 ///
 /// # Examples
 ///
@@ -281,8 +281,10 @@ fn project(report: &Report) -> Option<&Path> {
 }
 
 /// Where the session's daemons live: a directory per user in `/tmp`, and
-/// in it one per session, named by a hash of the project and state
-/// directory paths (short: a unix socket's path has at most 107 bytes).
+/// in it one per session (one [`Prepared`](crate::Prepared): every command
+/// of a [`Session`](crate::Session), or one `run`), named by a hash of the
+/// project and state directory paths and the session's own nonce (short: a
+/// unix socket's path has at most 107 bytes).
 fn session_dir(report: &Report, uid: u32) -> PathBuf {
     let named = |origin: &Origin| {
         report
@@ -297,6 +299,20 @@ fn session_dir(report: &Report, uid: u32) -> PathBuf {
     let mut key = named(&Origin::Project);
     key.push(0);
     key.extend(named(&Origin::State));
+    // And this session alone: the connect supervisor lets a command reach
+    // only sockets bound in its own sandbox, so another session's daemons
+    // (an earlier `run` in the same project) would be refused, not shared.
+    static SESSIONS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
+    key.extend(std::process::id().to_le_bytes());
+    key.extend(
+        SESSIONS
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+            .to_le_bytes(),
+    );
+    key.extend(nanos.to_le_bytes());
     Path::new(SESSIONS_PARENT)
         .join(format!("strument-sandbox-{uid}"))
         .join(format!("{:016x}", fnv1a(&key)))

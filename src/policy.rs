@@ -11,6 +11,7 @@ use std::sync::Arc;
 use landlock::{CompatLevel, Compatible, Ruleset, RulesetAttr};
 
 use crate::abi::{self, Abi};
+use crate::connect::{Rules, Supervisor};
 
 use crate::error::{ApplyError, PolicyError};
 use crate::git::{COMMON_DIR_PARTS, COMMON_DIR_REFTABLE, is_git_dir, points_back};
@@ -18,7 +19,6 @@ use crate::prepared::Prepared;
 use crate::probe::{Availability, probe};
 use crate::report::{Granted, Report, Skipped, Warning};
 use crate::root::{Covers, Judge, Origin, Root, RootKind, SkipReason};
-use crate::services::reachable_services;
 use crate::sockets;
 use crate::sys;
 use crate::terminal::TerminalFilter;
@@ -64,10 +64,12 @@ pub struct Policy {
     pub writable: Vec<Root>,
     /// Where a confined command may connect to pathname unix sockets: a
     /// socket file, or a directory for every socket beneath it. Enforced
-    /// from Landlock ABI 9 (Linux 7.1); sockets a confined command creates
+    /// on every kernel by the connect supervisor, and from Landlock ABI 9
+    /// (Linux 7.1) by the kernel too; sockets a confined command binds
     /// itself stay reachable whatever this says. Empty means none: see
     /// [`default_sockets`](crate::default_sockets) for the usual ones
-    /// (the project, the state directory, ssh-agent, gpg-agent).
+    /// (the project, the state directory, ssh-agent, the name and log
+    /// services).
     pub sockets: Vec<Root>,
 }
 
@@ -129,10 +131,15 @@ impl Policy {
     ///
     /// Closed besides, so that no unconfined process writes for a confined
     /// one: keystrokes pushed into the terminal (`ioctl` `TIOCSTI` and
-    /// `TIOCLINUX` fail with `EPERM`, a seccomp filter, every kernel);
-    /// abstract unix sockets outside the sandbox (ABI 6); pathname unix
-    /// sockets other than [`Policy::sockets`] and the command's own (ABI 9).
-    /// Before ABI 9 the report lists the services still reachable.
+    /// `TIOCLINUX` fail with `EPERM`, a seccomp filter, every kernel); unix
+    /// sockets, pathname and abstract, other than [`Policy::sockets`] and
+    /// those bound inside the sandbox, on every kernel: a helper process,
+    /// forked before the process restricts itself, decides each `connect`,
+    /// `bind` and addressed `sendto` of this process and its children and
+    /// performs the allowed ones (the connect supervisor, see
+    /// `doc/security.md`); from ABI 6 and 9 the kernel guards the same
+    /// sockets for what the supervisor does not see (a datagram sent with
+    /// `sendmsg`). The helper ends when the last confined process does.
     ///
     /// # Errors
     ///
@@ -144,6 +151,9 @@ impl Policy {
     ///   refuses a syscall.
     /// - [`ApplyError::TerminalFilter`] when the seccomp filter against
     ///   terminal injection cannot be installed: then Landlock is not
+    ///   enforced either.
+    /// - [`ApplyError::Supervisor`] when the connect supervisor's helper
+    ///   cannot be started or its filter installed: then Landlock is not
     ///   enforced either.
     ///
     /// In every error case writes are left unconfined. Only `no_new_privs`
@@ -243,7 +253,9 @@ impl Policy {
                 }
             })?;
         }
-        Ok(Prepared::new(report, Arc::new(fd), filter))
+        let supervisor = Supervisor::new(connect_rules(&open, &report.granted))
+            .map_err(ApplyError::Supervisor)?;
+        Ok(Prepared::new(report, Arc::new(fd), filter, supervisor))
     }
 
     /// Validates and opens every root and socket, in order, dropping exact
@@ -260,7 +272,6 @@ impl Policy {
             warnings: Vec::new(),
             sockets: Vec::new(),
             skipped_sockets: Vec::new(),
-            reachable_services: Vec::new(),
         };
         if availability.supported() && abi::test_cap().is_some() {
             report.warnings.push(Warning::TestAbiCap {
@@ -403,9 +414,6 @@ impl Policy {
         }
         skip_planted_on_the_way(&mut report, &mut roots, &through);
         let sockets = open_sockets(&self.sockets, &mut report)?;
-        if availability.supported() && !availability.has(abi::Feature::ResolveUnix) {
-            report.reachable_services = reachable_services();
-        }
         Ok((report, OpenPolicy { roots, sockets }))
     }
 }
@@ -516,6 +524,45 @@ fn skip_planted_on_the_way(
         report.warnings.push(Warning::Skipped(skipped.clone()));
         report.skipped.push(skipped);
     }
+}
+
+/// The connect supervisor's rules: the socket directories and files, and
+/// the directories sockets may be made in, named as the kernel names the
+/// inodes opened for the rules.
+fn connect_rules(open: &OpenPolicy, granted: &[Granted]) -> Rules {
+    let named = |fd: &OwnedFd| std::fs::read_link(format!("/proc/self/fd/{}", fd.as_raw_fd())).ok();
+    let mut rules = Rules {
+        // A socket that appears or moves beneath the project from now on
+        // counts only if bound inside; the margin covers the coarse clock
+        // the kernel stamps inodes with.
+        since: std::time::SystemTime::now().checked_sub(std::time::Duration::from_millis(50)),
+        ..Rules::default()
+    };
+    for socket in &open.sockets {
+        match socket.granted.kind {
+            RootKind::Directory => rules.socket_dirs.extend(named(&socket.fd)),
+            RootKind::Special | RootKind::File => {
+                rules.socket_files.insert(socket.granted.id());
+            }
+        }
+    }
+    rules.bind_dirs = granted
+        .iter()
+        .zip(&open.roots)
+        .filter(|(g, _)| g.kind == RootKind::Directory)
+        .filter_map(|(g, fd)| {
+            // What open_root already asked: a root opened through no
+            // symlink, or one whose resolution it read, needs no second
+            // readlink (one a root: 256 of them at apply); only the fixed
+            // names opened the plain way do.
+            if matches!(g.origin, Origin::Device | Origin::Temp { variable: None }) {
+                named(fd)
+            } else {
+                Some(g.resolved.clone().unwrap_or_else(|| g.path.clone()))
+            }
+        })
+        .collect();
+    rules
 }
 
 pub(crate) fn require_absolute(path: &Path, what: &'static str) -> Result<(), PolicyError> {

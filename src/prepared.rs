@@ -7,9 +7,10 @@ use std::os::fd::{OwnedFd, RawFd};
 use std::process::Command;
 use std::sync::Arc;
 
-use crate::denials::{self, Audited};
+use crate::connect::{RefusedConnect, Supervisor};
+use crate::denials::{self, Denied};
 use crate::environment::{self, Setting};
-use crate::error::{ApplyError, DenialLogError};
+use crate::error::{ApplyError, TraceError};
 use crate::fds;
 use crate::report::Report;
 use crate::sys;
@@ -32,11 +33,18 @@ pub struct Prepared {
     keep_fds: Vec<RawFd>,
     /// The environment a confined command gets ([`crate::environment`]).
     environment: Vec<Setting>,
+    /// Decides every `connect` and `bind` of the children confined here.
+    connect: Arc<Supervisor>,
 }
 
 impl Prepared {
     /// A ruleset built for `report`, on the kernel its probe describes.
-    pub(crate) fn new(report: Report, ruleset: Arc<OwnedFd>, filter: TerminalFilter) -> Prepared {
+    pub(crate) fn new(
+        report: Report,
+        ruleset: Arc<OwnedFd>,
+        filter: TerminalFilter,
+        connect: Supervisor,
+    ) -> Prepared {
         let environment = environment::settings(&report);
         Prepared {
             report,
@@ -44,6 +52,7 @@ impl Prepared {
             filter,
             keep_fds: Vec::new(),
             environment,
+            connect: Arc::new(connect),
         }
     }
 
@@ -56,6 +65,12 @@ impl Prepared {
             self.filter.instructions(),
             &self.keep_fds,
         )
+    }
+
+    /// The connect supervisor's end for one more child (starting its
+    /// thread at the first), for [`Spawn`](crate::spawn::Spawn).
+    pub(crate) fn connect_hook(&self) -> io::Result<crate::connect::ChildHook> {
+        self.connect.hook()
     }
 
     /// The variables a command started by [`Spawn`](crate::spawn::Spawn)
@@ -155,7 +170,9 @@ impl Prepared {
     /// `/proc/self/task` cannot be read to find out, and
     /// [`ApplyError::Restrict`] when the kernel refuses,
     /// [`ApplyError::TerminalFilter`] when the seccomp filter cannot be
-    /// installed. Writes are unconfined after any error.
+    /// installed, [`ApplyError::Supervisor`] when the connect supervisor's
+    /// helper process cannot be started or its filter installed. Writes are
+    /// unconfined after any error.
     ///
     /// # Examples
     ///
@@ -177,22 +194,38 @@ impl Prepared {
             }
             0
         };
-        sys::restrict_self(&self.ruleset, flags, &self.filter).map_err(|e| match e {
-            sys::RestrictError::Landlock(e) => ApplyError::Restrict(e),
-            sys::RestrictError::Seccomp(e) => ApplyError::TerminalFilter(e),
-        })?;
+        // Connections are decided by a helper process forked now, while
+        // this process is still unconfined.
+        let helper = self
+            .connect
+            .start_helper()
+            .map_err(ApplyError::Supervisor)?;
+        sys::restrict_self(&self.ruleset, flags, &self.filter, Some(&helper)).map_err(
+            |e| match e {
+                sys::RestrictError::Landlock(e) => ApplyError::Restrict(e),
+                sys::RestrictError::Seccomp(e) => ApplyError::TerminalFilter(e),
+                sys::RestrictError::Supervisor(e) => ApplyError::Supervisor(e),
+            },
+        )?;
         Ok(self.report)
     }
 
     /// Makes `cmd` confine its own child process just before `exec`,
     /// leaving the caller unconfined. Between `fork` and `exec` the child
     /// performs only async-signal-safe syscalls (`prctl`, `seccomp` with
-    /// the terminal filter built here, `landlock_restrict_self` on the
-    /// descriptor opened here, then `close_range` marking every descriptor
-    /// above 2 close-on-exec but those kept, see [`Prepared::keep_fds`]), so
-    /// this is safe in a multi-threaded caller. If any fails the command does
-    /// not run and spawning it returns the error. The command also gets
+    /// the terminal filter and the connect supervisor's filter built here,
+    /// `sendmsg` of the supervisor's listener to a thread of this process,
+    /// `landlock_restrict_self` on the descriptor opened here, then
+    /// `close_range` marking every descriptor above 2 close-on-exec but
+    /// those kept, see [`Prepared::keep_fds`]), so this is safe in a
+    /// multi-threaded caller, and works for a `tokio::process::Command`
+    /// through `as_std_mut`. If any fails the command does not run and
+    /// spawning it returns the error. The command also gets
     /// [`Prepared::environment`] (see [`Prepared::set_environment`]).
+    ///
+    /// The command and everything it starts reach unix sockets only
+    /// through the connect supervisor, a thread of this process:
+    /// [`Prepared::refused_connects`] says what it refused.
     ///
     /// # Examples
     ///
@@ -209,51 +242,95 @@ impl Prepared {
         // Without the session directory the tools keep their defaults,
         // which the rest of the sandbox still confines.
         let _ = self.set_environment(cmd);
-        sys::confine_before_exec(cmd, Arc::clone(&self.ruleset), self.filter.clone());
-        // A separate step, after confining: see Prepared::keep_fds.
-        fds::keep_only(cmd, &self.keep_fds);
+        match self.connect.hook() {
+            Ok(hook) => {
+                sys::confine_before_exec(cmd, Arc::clone(&self.ruleset), self.filter.clone(), hook);
+                // A separate step, after confining: see Prepared::keep_fds.
+                fds::keep_only(cmd, &self.keep_fds);
+            }
+            // Without the supervisor nothing may run: spawning fails.
+            Err(e) => sys::fail_before_exec(cmd, e.raw_os_error().unwrap_or(libc::EIO)),
+        }
     }
 
-    /// Runs `cmd` confined, as [`Prepared::confine`] does, with the kernel
-    /// asked to log every access the command and its descendants are
-    /// refused (`LANDLOCK_RESTRICT_SELF_LOG_NEW_EXEC_ON`: by default
-    /// Landlock stops logging at `execve`), and returns its exit status
-    /// with those refusals.
-    ///
-    /// The records are read from the audit subsystem's read-only
-    /// multicast group while the command runs; they are tied to the
-    /// command by the sandbox's domain record, which names the pid that
-    /// created it. An audit daemon, if any, still gets its own copy.
-    /// The caller stays unconfined.
-    ///
-    /// # Errors
-    ///
-    /// Before anything runs: [`DenialLogError::Abi`] before ABI 7,
-    /// [`DenialLogError::Unreadable`] without `CAP_AUDIT_READ` or outside
-    /// the initial namespaces, [`DenialLogError::AuditOff`] when auditing
-    /// is off (checked when `CAP_AUDIT_CONTROL` allows asking). Then
-    /// [`DenialLogError::Spawn`] when the command cannot start and
-    /// [`DenialLogError::Wait`] when waiting for it fails.
+    /// The connections the connect supervisor refused the command with pid
+    /// `command` (and the processes it started), taken: a second call
+    /// returns only newer ones. Complete once the command has been waited
+    /// for: each refusal is recorded before the refused call returns.
     ///
     /// # Examples
     ///
     /// ```no_run
     /// use std::process::Command;
-    /// use strument_sandbox::Policy;
-    ///
-    /// let prepared = Policy { writable: vec!["/home/me/project".into()], ..Policy::default() }.prepare()?;
-    /// let audited = prepared.status_with_denials(Command::new("make").arg("install"))?;
-    /// for denial in &audited.denials {
-    ///     eprintln!("refused {:?} on {:?}", denial.blockers, denial.path);
+    /// let prepared = strument_sandbox::Policy { writable: vec!["/tmp".into()], ..Default::default() }.prepare()?;
+    /// let mut cmd = Command::new("tmux");
+    /// cmd.arg("ls");
+    /// prepared.confine(&mut cmd);
+    /// let mut child = cmd.spawn()?;
+    /// child.wait()?;
+    /// for refused in prepared.refused_connects(child.id()) {
+    ///     eprintln!("strument-sandbox: {refused}");
     /// }
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
-    pub fn status_with_denials(&self, cmd: &mut Command) -> Result<Audited, DenialLogError> {
+    #[must_use]
+    pub fn refused_connects(&self, command: u32) -> Vec<RefusedConnect> {
+        self.connect.take_refused(command)
+    }
+
+    /// Runs `cmd` confined, as [`Prepared::confine`] does, traced, and
+    /// returns its exit status with every write it was refused, each judged
+    /// by [`Report::explain`]: the smallest root that would grant it, or
+    /// that the sandbox was not what refused it.
+    ///
+    /// The caller stays unconfined and traces the command (`ptrace`, which
+    /// needs no privilege for one's own child, on every kernel with
+    /// Landlock). A seccomp filter stops only the system calls that write
+    /// by path (`open` and `openat` with a write or create flag, `openat2`,
+    /// `creat`, `mkdir`, `mknod`, `unlink`, `rmdir`, `rename`, `link`,
+    /// `symlink`, `truncate` and their `*at` forms); each runs, and one that
+    /// failed with `EACCES`, `EPERM` or `EXDEV` is judged. Every process and
+    /// thread the command starts is traced too, and this returns when all
+    /// have ended, not only the command. The command cannot itself trace
+    /// (`strace`, `gdb`: a process has one tracer) and no debugger can
+    /// attach to it.
+    ///
+    /// The command is spawned, traced and waited for on a thread of its
+    /// own, which waits only for its own children: the caller's other
+    /// children are left alone.
+    ///
+    /// # Errors
+    ///
+    /// Before anything runs: [`TraceError::Untraceable`] when this process
+    /// is itself traced or `ptrace` is refused here,
+    /// [`TraceError::Architecture`] on an architecture whose system calls
+    /// are not known here. Then [`TraceError::Spawn`] when the command
+    /// cannot start and [`TraceError::Wait`] when waiting for it fails.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// use std::process::Command;
+    /// use strument_sandbox::{Policy, denials::RefusedBy};
+    ///
+    /// let prepared = Policy { writable: vec!["/home/me/project".into()], ..Policy::default() }.prepare()?;
+    /// let denied = prepared.status_with_denials(Command::new("make").arg("install"))?;
+    /// for denial in &denied.denials {
+    ///     eprintln!("{denial}");
+    ///     if denial.refused_by == RefusedBy::Sandbox {
+    ///         println!("would need: {:?}", denial.allow());
+    ///     }
+    /// }
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn status_with_denials(&self, cmd: &mut Command) -> Result<Denied, TraceError> {
         self.status_with_denials_waiting(cmd, &mut PlainWait)
     }
 
-    /// [`Prepared::status_with_denials`], with the command started and
-    /// reaped by `waiter` (the CLI's forwards signals while it waits).
+    /// [`Prepared::status_with_denials`], with `waiter` preparing the
+    /// command for its start ([`Waiter::prepare_spawn`]) and passing signals
+    /// on while another thread traces it ([`Waiter::watch`]): the CLI's
+    /// forwards them and keeps the terminal's job control.
     ///
     /// # Errors
     ///
@@ -266,21 +343,22 @@ impl Prepared {
     /// use strument_sandbox::{Policy, session::PlainWait};
     ///
     /// let prepared = Policy { writable: vec!["/home/me/project".into()], ..Policy::default() }.prepare()?;
-    /// let audited = prepared.status_with_denials_waiting(&mut Command::new("make"), &mut PlainWait)?;
-    /// println!("{} refused", audited.denials.len());
+    /// let denied = prepared.status_with_denials_waiting(&mut Command::new("make"), &mut PlainWait)?;
+    /// println!("{} refused", denied.denials.len());
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn status_with_denials_waiting(
         &self,
         cmd: &mut Command,
         waiter: &mut dyn Waiter,
-    ) -> Result<Audited, DenialLogError> {
+    ) -> Result<Denied, TraceError> {
         let _ = self.set_environment(cmd);
         fds::keep_only(cmd, &self.keep_fds);
         denials::status_with_denials(
-            &self.report.landlock,
+            &self.report,
             &self.ruleset,
             &self.filter,
+            self.connect.hook().map_err(TraceError::Spawn)?,
             cmd,
             waiter,
         )

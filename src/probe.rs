@@ -119,12 +119,8 @@ impl Availability {
         if !self.has(Feature::Truncate) {
             out.push(Limitation::TruncateUnrestricted);
         }
-        if !self.has(Feature::Scopes) {
-            out.push(Limitation::AbstractSocketsReachable);
-        }
-        if !self.has(Feature::ResolveUnix) {
-            out.push(Limitation::UnixSocketsReachable);
-        }
+        // Unix sockets (pathname and abstract) are no limitation of any
+        // ABI: the connect supervisor decides every connect.
         out
     }
 }
@@ -180,10 +176,6 @@ mod tests {
     #[test]
     fn limitations_follow_the_abi() {
         let at = |abi| Availability { abi, error: None }.limitations();
-        let sockets = [
-            Limitation::AbstractSocketsReachable,
-            Limitation::UnixSocketsReachable,
-        ];
         assert_eq!(
             at(1)[..2],
             [
@@ -192,8 +184,8 @@ mod tests {
             ]
         );
         assert_eq!(at(2)[..1], [Limitation::TruncateUnrestricted]);
-        assert_eq!(at(3), sockets);
-        assert_eq!(at(6), [Limitation::UnixSocketsReachable]);
+        assert!(at(3).is_empty());
+        assert!(at(6).is_empty());
         assert!(at(9).is_empty());
         let none = Availability {
             abi: 0,

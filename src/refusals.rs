@@ -130,7 +130,9 @@ const GNUPG: Place = Place {
     instead: "To sign inside the sandbox, let gpg read without lock files: save \
               `#!/bin/sh` + `exec gpg --lock-never \"$@\"` as ~/bin/gpg-lock-never, then \
               `git config --global gpg.program ~/bin/gpg-lock-never` (gpg replaces keyring \
-              files by rename, so a reader never sees half a file); or sign with ssh \
+              files by rename, so a reader never sees half a file), and name the agent's \
+              socket: --allow-socket \"$(gpgconf --list-dirs agent-socket)\" (whoever \
+              reaches it may also delete and import secret keys); or sign with ssh \
               (`git config gpg.format ssh`), which works as it is",
 };
 

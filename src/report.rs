@@ -7,7 +7,6 @@ use std::path::{Path, PathBuf};
 use crate::abi;
 use crate::probe::Availability;
 use crate::root::{Origin, Rights, RootKind, SkipReason};
-use crate::services::Service;
 #[cfg(doc)]
 use crate::{Policy, Prepared};
 
@@ -184,15 +183,12 @@ pub struct Report {
         serde(serialize_with = "crate::serialize::sentences")
     )]
     pub warnings: Vec<Warning>,
-    /// Sockets a confined command may connect to, in policy order. Before
-    /// ABI 9 every socket is reachable and these are listed for the record.
+    /// Sockets a confined command may connect to, in policy order: the
+    /// connect supervisor allows these on every kernel (and from ABI 9
+    /// Landlock's `RESOLVE_UNIX` too).
     pub sockets: Vec<Granted>,
     /// Sockets that grant nothing, with the reason.
     pub skipped_sockets: Vec<Skipped>,
-    /// Before ABI 9 only: the local services this user (and so a confined
-    /// command) can reach over unix sockets, each of which can write for
-    /// it. Empty from ABI 9, where the kernel closes the route.
-    pub reachable_services: Vec<Service>,
 }
 
 impl Report {

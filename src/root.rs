@@ -231,8 +231,13 @@ pub enum Origin {
     /// A socket: `$SSH_AUTH_SOCK`, so that `git` over ssh signs in through
     /// the agent.
     SshAgent,
-    /// A socket: gpg-agent's (and keyboxd's), for signed commits and tags.
+    /// A socket: gpg-agent's (and keyboxd's), for signed commits and tags,
+    /// and with them key deletion and import: never among the defaults.
     GpgAgent,
+    /// A socket of a service that answers name and user lookups or takes
+    /// log records (nscd, systemd-resolved, systemd-userdb, syslog,
+    /// journald): it writes nothing for its caller but log records.
+    Lookup,
 }
 
 impl Origin {
@@ -252,7 +257,8 @@ impl Origin {
     }
 
     /// A short, stable name for programs: `project`, `state`, `git`,
-    /// `temp`, `device`, `cache`, `extra`, `ssh-agent` or `gpg-agent`.
+    /// `temp`, `device`, `cache`, `extra`, `ssh-agent`, `gpg-agent` or
+    /// `lookup`.
     ///
     /// # Examples
     ///
@@ -271,6 +277,7 @@ impl Origin {
             Origin::Extra => "extra",
             Origin::SshAgent => "ssh-agent",
             Origin::GpgAgent => "gpg-agent",
+            Origin::Lookup => "lookup",
         }
     }
 
@@ -305,7 +312,13 @@ impl fmt::Display for Origin {
             Origin::SshAgent => {
                 f.write_str("$SSH_AUTH_SOCK: git and ssh sign in through the agent")
             }
-            Origin::GpgAgent => f.write_str("gpg-agent: signed commits and tags"),
+            Origin::GpgAgent => f.write_str(
+                "gpg-agent: signed commits and tags; it also deletes and imports secret keys",
+            ),
+            Origin::Lookup => f.write_str(
+                "name, user and log services: they answer lookups and take log records, \
+                 writing nothing else for the caller",
+            ),
         }
     }
 }

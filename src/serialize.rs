@@ -67,7 +67,6 @@ mod tests {
                 "warnings",
                 "sockets",
                 "skipped_sockets",
-                "reachable_services",
             ])
         );
         assert_eq!(

@@ -12,14 +12,15 @@ use std::path::{Path, PathBuf};
 use crate::root::{Origin, Root, RootKind, SkipReason};
 
 /// The sockets a session connects to by default: the project and the
-/// state directory (the session's own places), `$SSH_AUTH_SOCK` and
-/// gpg-agent's sockets. Temporary space and caches are never among them:
-/// tmux, screen, X11 and editors keep their sockets there.
+/// state directory (the session's own places) and `$SSH_AUTH_SOCK`.
+/// Temporary space and caches are never among them: tmux, screen, X11 and
+/// editors keep their sockets there.
 ///
-/// gpg-agent's sockets are looked for where gpg puts them for the default
-/// home (`$XDG_RUNTIME_DIR/gnupg`, `/run/user/$UID/gnupg`, else
-/// `~/.gnupg`); with `$GNUPGHOME` set elsewhere, `gpgconf --list-dirs
-/// socketdir` is asked, since the directory then depends on a hash of it.
+/// gpg-agent is not among them: whoever connects to its socket may delete
+/// and import secret keys (`DELETE_KEY`, `IMPORT_KEY`), writes outside
+/// every root. Signing with gpg inside the sandbox needs the agent named
+/// explicitly (`Origin::GpgAgent`, `--allow-socket`), which allows
+/// that too.
 ///
 /// # Examples
 ///
@@ -30,15 +31,11 @@ use crate::root::{Origin, Root, RootKind, SkipReason};
 /// ```
 #[must_use]
 pub fn default_sockets(project_root: &Path, state_dir: Option<&Path>) -> Vec<Root> {
-    sockets_for(project_root, state_dir, dirs::home_dir().as_deref())
+    sockets_for(project_root, state_dir)
 }
 
-/// [`default_sockets`] with the home directory already read.
-pub(crate) fn sockets_for(
-    project_root: &Path,
-    state_dir: Option<&Path>,
-    home: Option<&Path>,
-) -> Vec<Root> {
+/// [`default_sockets`], for the session's inputs.
+pub(crate) fn sockets_for(project_root: &Path, state_dir: Option<&Path>) -> Vec<Root> {
     let mut out = vec![Root::new(project_root, Origin::Project)];
     if let Some(state) = state_dir {
         out.push(Root::new(state, Origin::State));
@@ -52,45 +49,31 @@ pub(crate) fn sockets_for(
     {
         out.push(Root::new(agent, Origin::SshAgent));
     }
-    if let Some(dir) = gpg_socket_dir(home) {
-        for name in GPG_SOCKETS {
-            out.push(Root::new(dir.join(name), Origin::GpgAgent));
-        }
-    }
+    // glibc's NSS and syslog reach these; the ones present on this machine.
+    out.extend(
+        LOOKUP_SERVICES
+            .iter()
+            .map(Path::new)
+            .filter(|p| p.exists())
+            .map(|p| Root::new(p, Origin::Lookup)),
+    );
     out
 }
 
-/// The sockets gpg and git use for signing: the agent, and keyboxd where
-/// gpg 2.4 keeps the public keys.
-const GPG_SOCKETS: [&str; 2] = ["S.gpg-agent", "S.keyboxd"];
-
-fn gpg_socket_dir(home: Option<&Path>) -> Option<PathBuf> {
-    let default_home = home.filter(|h| h.is_absolute()).map(|h| h.join(".gnupg"));
-    match std::env::var_os("GNUPGHOME").filter(|v| Path::new(v).is_absolute()) {
-        Some(custom) if Some(PathBuf::from(&custom)) != default_home => {
-            let out = std::process::Command::new("gpgconf")
-                .args(["--list-dirs", "socketdir"])
-                .stderr(std::process::Stdio::null())
-                .output()
-                .ok()
-                .filter(|o| o.status.success())?;
-            let dir = String::from_utf8(out.stdout).ok()?;
-            Some(PathBuf::from(dir.trim_end()))
-        }
-        _ => {
-            let runtime = std::env::var_os("XDG_RUNTIME_DIR")
-                .map(PathBuf::from)
-                .filter(|p| p.is_absolute())
-                .unwrap_or_else(|| PathBuf::from(format!("/run/user/{}", crate::sys::uid())));
-            let dir = runtime.join("gnupg");
-            if dir.is_dir() {
-                Some(dir)
-            } else {
-                default_home
-            }
-        }
-    }
-}
+/// Services that answer lookups or take log records and write nothing else
+/// for whoever connects: nscd, systemd-resolved's varlink socket, the
+/// systemd-userdb directory (its sockets answer user and group queries),
+/// syslog's `/dev/log` and journald's sockets.
+const LOOKUP_SERVICES: [&str; 8] = [
+    "/run/nscd/socket",
+    "/run/systemd/resolve/io.systemd.Resolve",
+    "/run/systemd/userdb",
+    "/dev/log",
+    "/run/systemd/journal/socket",
+    "/run/systemd/journal/stdout",
+    "/run/systemd/journal/dev-log",
+    "/run/systemd/journal/syslog",
+];
 
 /// Checks what a socket path is, for the report: a directory, or a socket
 /// file; anything else is skipped.

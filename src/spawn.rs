@@ -166,19 +166,23 @@ impl Spawn {
                 .is_some_and(|vars| vars.iter().any(|(k, _)| k == name))
         };
         let extra = prepared.environment_to_set(&chosen);
-        self.start(Some((ruleset, filter)), Some(keep), &extra)
+        // Without the supervisor nothing may run, as with `confine`.
+        let hook = prepared.connect_hook()?;
+        let connect = Some((hook.filter().instructions(), hook.sender()));
+        self.start(Some((ruleset, filter)), connect, Some(keep), &extra)
     }
 
     /// Starts the command unconfined, by the same path: what confining adds
     /// is measured against this.
     #[doc(hidden)]
     pub fn spawn_unconfined(&self) -> io::Result<Spawned> {
-        self.start(None, None, &[])
+        self.start(None, None, None, &[])
     }
 
     fn start(
         &self,
         confine: Option<(RawFd, &[crate::terminal::SockFilter])>,
+        connect: Option<(&[crate::terminal::SockFilter], RawFd)>,
         keep: Option<&[RawFd]>,
         extra_env: &[(&str, &OsString)],
     ) -> io::Result<Spawned> {
@@ -231,6 +235,7 @@ impl Spawn {
             shell_argv: &mut shell_argv,
             cwd: cwd.as_deref(),
             confine,
+            connect,
             keep_fds: keep.as_deref(),
             hook: None,
         };

@@ -4,6 +4,7 @@
 use std::io;
 use std::process::{Child, Command, ExitStatus};
 
+use crate::denials::Tracing;
 use crate::spawn::Spawned;
 
 /// Starts a confined command and waits for it.
@@ -71,6 +72,28 @@ pub trait Waiter {
     /// As [`Spawned::wait`].
     fn wait_spawned(&mut self, child: &mut Spawned) -> io::Result<ExitStatus> {
         child.wait()
+    }
+
+    /// Makes `cmd` ready to be spawned by another thread, as
+    /// [`Waiter::spawn`] would spawn it: a traced command
+    /// ([`Prepared::status_with_denials_waiting`](crate::Prepared::status_with_denials_waiting))
+    /// is spawned by its tracer. Nothing by default.
+    fn prepare_spawn(&mut self, cmd: &mut Command) {
+        let _ = cmd;
+    }
+
+    /// While another thread of this process traces the command `pid`, does
+    /// what [`Waiter::wait`] does besides reaping (pass signals on, follow
+    /// the command's stops), until [`Tracing::done`]. The tracer wakes the
+    /// calling thread with `SIGCHLD` at each change. Returns at once by
+    /// default: nothing to pass on.
+    ///
+    /// # Errors
+    ///
+    /// When waiting for signals fails; the trace goes on regardless.
+    fn watch(&mut self, pid: u32, tracing: &Tracing) -> io::Result<()> {
+        let _ = (pid, tracing);
+        Ok(())
     }
 }
 

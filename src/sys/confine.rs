@@ -11,7 +11,9 @@ use std::process::Command;
 use std::sync::Arc;
 
 use super::landlock::RESTRICT_SELF_TSYNC;
+use super::notify::{install_listener, send_listener};
 use super::seccomp::install_seccomp_filter;
+use crate::connect::ChildHook;
 use crate::terminal::{SockFilter, TerminalFilter};
 
 /// Sets `no_new_privs`, which `landlock_restrict_self` requires of an
@@ -33,12 +35,16 @@ pub(crate) enum RestrictError {
     Landlock(io::Error),
     /// The terminal filter's `seccomp(SECCOMP_SET_MODE_FILTER)`.
     Seccomp(io::Error),
+    /// Installing the connect supervisor's filter or sending its listener.
+    Supervisor(io::Error),
 }
 
 impl From<RestrictError> for io::Error {
     fn from(e: RestrictError) -> io::Error {
         match e {
-            RestrictError::Landlock(e) | RestrictError::Seccomp(e) => e,
+            RestrictError::Landlock(e)
+            | RestrictError::Seccomp(e)
+            | RestrictError::Supervisor(e) => e,
         }
     }
 }
@@ -49,16 +55,25 @@ impl From<RestrictError> for io::Error {
 /// Landlock is not enforced either, and the caller refuses; if Landlock
 /// then fails, the process is left with a filter that only refuses two
 /// ioctls, and the caller still refuses.
+///
+/// With `connect`, the connect supervisor's filter goes on next, and its
+/// listener is sent to the supervisor and closed here: from then on every
+/// `connect` and `bind` waits for the supervisor's answer.
 pub(crate) fn restrict_self(
     fd: &OwnedFd,
     flags: u32,
     filter: &TerminalFilter,
+    connect: Option<&ChildHook>,
 ) -> Result<(), RestrictError> {
-    restrict_self_raw(fd.as_raw_fd(), flags, filter.instructions()).map_err(|e| match e {
+    let connect = connect.map(|hook| (hook.filter().instructions(), hook.sender()));
+    restrict_self_raw(fd.as_raw_fd(), flags, filter.instructions(), connect).map_err(|e| match e {
         RestrictStep::Landlock(errno) => {
             RestrictError::Landlock(io::Error::from_raw_os_error(errno))
         }
         RestrictStep::Seccomp(errno) => RestrictError::Seccomp(io::Error::from_raw_os_error(errno)),
+        RestrictStep::Supervisor(errno) => {
+            RestrictError::Supervisor(io::Error::from_raw_os_error(errno))
+        }
     })
 }
 
@@ -67,28 +82,35 @@ pub(crate) fn restrict_self(
 pub(crate) enum RestrictStep {
     Landlock(i32),
     Seccomp(i32),
+    Supervisor(i32),
 }
 
 impl RestrictStep {
     pub(crate) fn errno(self) -> i32 {
         match self {
-            RestrictStep::Landlock(e) | RestrictStep::Seccomp(e) => e,
+            RestrictStep::Landlock(e) | RestrictStep::Seccomp(e) | RestrictStep::Supervisor(e) => e,
         }
     }
 }
 
-/// [`restrict_self`] on a raw descriptor and program, for a child that
+/// [`restrict_self`] on a raw descriptor and programs, for a child that
 /// shares the caller's memory: nothing here allocates or touches more than
-/// the errno.
+/// the errno. `connect` is the connect supervisor's filter and the socket
+/// its listener is sent over.
 pub(crate) fn restrict_self_raw(
     fd: RawFd,
     flags: u32,
     filter: &[SockFilter],
+    connect: Option<(&[SockFilter], RawFd)>,
 ) -> Result<(), RestrictStep> {
     let errno = |e: io::Error| e.raw_os_error().unwrap_or(libc::EIO);
     set_no_new_privs().map_err(|e| RestrictStep::Landlock(errno(e)))?;
-    install_seccomp_filter(filter, flags & RESTRICT_SELF_TSYNC != 0)
-        .map_err(|e| RestrictStep::Seccomp(errno(e)))?;
+    let all_threads = flags & RESTRICT_SELF_TSYNC != 0;
+    install_seccomp_filter(filter, all_threads).map_err(|e| RestrictStep::Seccomp(errno(e)))?;
+    if let Some((program, sender)) = connect {
+        let listener = install_listener(program, all_threads).map_err(RestrictStep::Supervisor)?;
+        send_listener(sender, listener).map_err(RestrictStep::Supervisor)?;
+    }
     // SAFETY: the fd is a live ruleset descriptor the caller keeps open for
     // the call; the kernel takes a reference of its own and reads no user memory.
     let ret = unsafe { libc::syscall(libc::SYS_landlock_restrict_self, fd, flags) };
@@ -101,27 +123,29 @@ pub(crate) fn restrict_self_raw(
 
 /// Arranges for `cmd`'s child to enforce the ruleset `fd` and the terminal
 /// filter on itself between `fork` and `exec`. The parent stays unconfined.
-pub(crate) fn confine_before_exec(cmd: &mut Command, fd: Arc<OwnedFd>, filter: TerminalFilter) {
-    confine_before_exec_with(cmd, fd, filter, 0);
-}
-
-/// `LANDLOCK_RESTRICT_SELF_LOG_NEW_EXEC_ON` (ABI 7): keep logging refused
-/// accesses to the audit log after `execve`, where the kernel stops by default.
-pub(crate) const RESTRICT_SELF_LOG_NEW_EXEC_ON: u32 = 1 << 1;
-
-/// As [`confine_before_exec`], with `landlock_restrict_self` flags.
-pub(crate) fn confine_before_exec_with(
+pub(crate) fn confine_before_exec(
     cmd: &mut Command,
     fd: Arc<OwnedFd>,
     filter: TerminalFilter,
-    flags: u32,
+    connect: ChildHook,
 ) {
-    let hook = move || restrict_self(&fd, flags, &filter).map_err(io::Error::from);
-    // SAFETY: the hook runs in the forked child and only performs three
-    // async-signal-safe syscalls (prctl, seccomp, landlock_restrict_self)
-    // on a descriptor and a program built by the parent; building an
-    // io::Error from a raw errno does not allocate. Nothing else from the
-    // parent's state is touched.
+    let hook = move || restrict_self(&fd, 0, &filter, Some(&connect)).map_err(io::Error::from);
+    // SAFETY: the hook runs in the forked child and only performs
+    // async-signal-safe syscalls (prctl, seccomp twice, getpid, sendmsg,
+    // close, landlock_restrict_self) on descriptors and programs built by
+    // the parent; building an io::Error from a raw errno does not
+    // allocate. Nothing else from the parent's state is touched.
+    unsafe {
+        cmd.pre_exec(hook);
+    }
+}
+
+/// Makes spawning `cmd` fail with `errno` before it runs: what a command
+/// gets when its sandbox cannot be set up.
+pub(crate) fn fail_before_exec(cmd: &mut Command, errno: i32) {
+    let hook = move || Err(io::Error::from_raw_os_error(errno));
+    // SAFETY: the hook only builds an io::Error from a raw errno, which
+    // does not allocate.
     unsafe {
         cmd.pre_exec(hook);
     }

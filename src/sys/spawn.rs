@@ -45,12 +45,17 @@ pub(crate) struct Plan<'a> {
     /// The Landlock ruleset to enforce, and the terminal filter installed
     /// with it (`None`: the child is not confined).
     pub(crate) confine: Option<(RawFd, &'a [SockFilter])>,
+    /// The connect supervisor's filter and the socket its listener goes
+    /// over, installed and sent with the confinement.
+    pub(crate) connect: Option<(&'a [SockFilter], RawFd)>,
     /// The descriptors above 2 that stay open across `execve`, sorted
     /// ascending; every other one is marked close-on-exec (`None`: all
     /// stay as they are).
     pub(crate) keep_fds: Option<&'a [RawFd]>,
     /// One more step after confining: must be async-signal-safe and must
-    /// not allocate; returns 0 or an errno.
+    /// not allocate; returns 0 or an errno. Other threads of the caller
+    /// run on meanwhile (only the calling one is suspended), so it must
+    /// touch nothing they change.
     pub(crate) hook: Option<&'a (dyn Fn() -> c_int + Sync)>,
 }
 
@@ -219,7 +224,7 @@ fn prepare_and_exec(plan: &mut Plan<'_>) -> c_int {
         }
     }
     if let Some((ruleset, filter)) = plan.confine {
-        if let Err(step) = restrict_self_raw(ruleset, 0, filter) {
+        if let Err(step) = restrict_self_raw(ruleset, 0, filter, plan.connect) {
             return step.errno();
         }
     }

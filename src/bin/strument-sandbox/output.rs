@@ -1,14 +1,11 @@
 //! What several subcommands print: standard output that ends quietly on a
-//! closed pipe, the report a line a fact, and the services still reachable.
+//! closed pipe, the report a line a fact, and how sockets are mediated.
 
 use std::io;
 use std::path::{Path, PathBuf};
 
 use serde_json::{Value, json};
-use strument_sandbox::{
-    Availability, Origin, ProbeError, Report, Rights, abi::Feature, services::Service,
-    services::reachable_services,
-};
+use strument_sandbox::{Availability, Origin, ProbeError, Report, Rights, abi::Feature};
 
 /// `println!` that ends the program quietly when standard output is closed
 /// (`strument-sandbox policy | head`), as a shell tool should, instead of
@@ -98,7 +95,7 @@ pub(crate) fn report_lines(report: &Report) -> Vec<String> {
         .chain(skipped_sockets)
         .chain(warnings)
         .chain(limitations)
-        .chain(service_lines(&report.reachable_services))
+        .chain(std::iter::once(mediation_line(report.landlock.abi)))
         .collect()
 }
 
@@ -121,23 +118,25 @@ pub(crate) fn environment_lines(report: &Report) -> Vec<String> {
         .collect()
 }
 
+/// How a confined command reaches unix sockets on this kernel.
+pub(crate) fn mediation_line(abi: u32) -> String {
+    let second = if abi >= Feature::ResolveUnix.since_abi() {
+        format!(
+            "; Landlock ABI {abi} grants RESOLVE_UNIX on the same sockets, for what the supervisor does not see"
+        )
+    } else {
+        String::new()
+    };
+    format!(
+        "sockets: every connect, bind and addressed sendto is decided by the connect supervisor \
+         (seccomp user notification, performed for the command): a socket listed here, one \
+         beneath the project or state directory, or one bound inside the sandbox{second}"
+    )
+}
+
 /// One line of the report: what, the stable name, the path, and the rest.
 fn row(tag: &str, name: &str, path: &Path, rest: &str) -> String {
     format!("{tag:<7}  {name:<9}  {}{rest}", path.display())
-}
-
-/// The services a confined command can still reach, when the kernel
-/// cannot close the route (Landlock ABI < 9); nothing otherwise.
-pub(crate) fn services_if_open(a: &Availability) -> Vec<Service> {
-    if a.supported() && !a.has(Feature::ResolveUnix) {
-        reachable_services()
-    } else {
-        Vec::new()
-    }
-}
-
-pub(crate) fn service_lines(services: &[Service]) -> impl Iterator<Item = String> + '_ {
-    services.iter().map(|s| format!("reachable: {s}"))
 }
 
 /// `item` as the library serializes it, with one more field beside.

@@ -1,18 +1,15 @@
 //! `probe`: which Landlock ABI the running kernel offers.
 
-use serde_json::json;
 use strument_sandbox::{abi::Feature, probe};
 
 use crate::Failure;
-use crate::output::{availability_json, service_lines, services_if_open};
+use crate::output::{availability_json, mediation_line};
 use crate::status;
 
 pub(crate) fn cmd_probe(json: bool) -> Result<u8, Failure> {
     let a = probe();
     if json {
-        let mut v = availability_json(&a);
-        v["reachable_services"] = json!(services_if_open(&a));
-        say!("{v}");
+        say!("{}", availability_json(&a));
     } else {
         match &a.error {
             None => {
@@ -34,9 +31,7 @@ pub(crate) fn cmd_probe(json: bool) -> Result<u8, Failure> {
                 for l in a.limitations() {
                     say!("limitation: {l}");
                 }
-                for line in service_lines(&services_if_open(&a)) {
-                    say!("{line}");
-                }
+                say!("{}", mediation_line(a.abi));
             }
             Some(why) => {
                 say!("landlock: unavailable");

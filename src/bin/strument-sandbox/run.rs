@@ -7,15 +7,14 @@ use std::path::Path;
 use std::process::{Command, ExitStatus};
 
 use serde_json::{Value, json};
-use strument_sandbox::denials::{Advice, Audited};
+use strument_sandbox::denials::{Denial, Denied, RefusedBy};
 use strument_sandbox::spawn::Spawn;
-use strument_sandbox::tripwire::Change;
-use strument_sandbox::{ApplyError, DenialLogError, Report, SessionError};
+use strument_sandbox::{ApplyError, Finished, Report, SessionError, TraceError};
 
 use strument_sandbox::refusals::{self, Refusal};
 
 use crate::forward::SignalForwarder;
-use crate::output::{environment_lines, json_with, report_lines, service_lines};
+use crate::output::{environment_lines, json_with, report_lines};
 use crate::tail::{self, Tailing};
 use crate::{Failure, Roots, session_builder, status};
 
@@ -48,29 +47,27 @@ pub(crate) fn cmd_run(
         }
         print_report(session.report());
     } else {
-        let report = session.report();
-        print_warnings(report);
-        for line in service_lines(&report.reachable_services) {
-            eprintln!("strument-sandbox: {line}");
-        }
+        print_warnings(session.report());
     }
     // Blocked before the command starts, so no signal is lost in between.
     let mut forwarder = SignalForwarder::install()
         .map_err(|e| Failure::new(status::POLICY, format!("cannot block signals: {e}")))?;
     let mut cmd = Command::new(program);
     cmd.args(args);
+    let mut denials = None;
     let mut said = Vec::new();
     let finished = if options.explain_denials {
-        let (finished, audited) = session
+        let (finished, denied) = session
             .run_explaining_denials(&mut cmd, &mut forwarder)
             .map_err(|e| match e {
-                DenialLogError::Spawn(err) => cannot_run(program, &err),
+                TraceError::Spawn(err) => cannot_run(program, &err),
                 e => Failure::new(
-                    status::NO_DENIAL_LOG,
+                    status::CANNOT_TRACE,
                     format!("--explain-denials: {e}; nothing ran; {}", e.hint()),
                 ),
             })?;
-        print_denials(&audited, session.report());
+        print_denials(&denied);
+        denials = Some(denied.denials);
         finished
     } else if !tail::wanted() {
         // On a terminal nothing is passed through: the command starts
@@ -94,11 +91,12 @@ pub(crate) fn cmd_run(
     };
     let code = exit_code(finished.status);
     if options.json {
-        eprintln!(
-            "{}",
-            run_json(code, finished.status, &finished.changes, &said)
-        );
+        eprintln!("{}", run_json(code, &finished, &said, denials.as_deref()));
     } else {
+        // One line a socket refused, after the command's own output.
+        for refused in &finished.refused {
+            eprintln!("strument-sandbox: {refused}");
+        }
         for change in &finished.changes {
             eprintln!("strument-sandbox: {change}");
         }
@@ -130,19 +128,55 @@ fn refused(e: SessionError) -> Failure {
 }
 
 /// `run --json`: how the command ended and what it changed that runs later.
-fn run_json(code: u8, status: ExitStatus, changes: &[Change], refused: &[Refusal]) -> Value {
+fn run_json(code: u8, finished: &Finished, said: &[Refusal], denials: Option<&[Denial]>) -> Value {
     use std::os::unix::process::ExitStatusExt;
     // Each change with the line a person reads, as the tripwire prints it.
-    let changes: Vec<Value> = changes
+    let refused: Vec<Value> = finished
+        .refused
+        .iter()
+        .map(|r| {
+            json!({
+                "target": r.target.to_string(),
+                "service": r.service.map(|s| s.name()),
+                "attempts": r.attempts,
+                "allow_with": r.allow_with(),
+                "detail": r.to_string(),
+            })
+        })
+        .collect();
+    let changes: Vec<Value> = finished
+        .changes
         .iter()
         .map(|c| json_with(c, "line", json!(c.to_string())))
         .collect();
-    json!({
+    let mut v = json!({
         "exit": code,
-        "signal": status.signal(),
+        "signal": finished.status.signal(),
         "changes": changes,
-        "refused_on_purpose": refused,
-    })
+        "refused_on_purpose": said,
+        "refused_connects": refused,
+    });
+    // With --explain-denials: each refused write, with the roots to allow
+    // and the line a person reads.
+    if let Some(denials) = denials {
+        let denials: Vec<Value> = denials
+            .iter()
+            .map(|d| {
+                let allow: Vec<String> = d
+                    .allow()
+                    .iter()
+                    .map(|p| p.to_string_lossy().into_owned())
+                    .collect();
+                json_with(
+                    &json_with(d, "allow", json!(allow)),
+                    "line",
+                    json!(d.to_string()),
+                )
+            })
+            .collect();
+        v["denials"] = json!(denials);
+    }
+    v
 }
 
 /// Loud even without -v: a `/` root confines nothing, a writable home
@@ -175,39 +209,28 @@ fn cannot_run(program: &OsString, err: &io::Error) -> Failure {
     }
 }
 
-/// `run --explain-denials`: each access the kernel refused the command,
-/// with the root that would grant it.
-fn print_denials(audited: &Audited, report: &Report) {
-    for denial in &audited.denials {
-        let what = denial.what();
-        let on = if denial.in_directory() { "in" } else { "on" };
-        let (Some(path), Some(advice)) = (&denial.path, denial.advice(report)) else {
-            eprintln!("strument-sandbox: refused {what}: {}", denial.record);
-            continue;
-        };
-        let advice = match advice {
-            Advice::Allow(allow) => format!(
-                "no root grants it; to allow it: --allow {}",
-                allow.display()
-            ),
-            other => other.to_string(),
-        };
-        eprintln!(
-            "strument-sandbox: refused {what} {on} {}: {advice}",
-            path.display()
-        );
+/// At most this many refused writes are printed; `--json` lists them all.
+const SHOWN_DENIALS: usize = 20;
+
+/// `run --explain-denials`: each write the kernel refused the command, with
+/// what would grant it, the sandbox's first.
+fn print_denials(denied: &Denied) {
+    let by_sandbox =
+        |d: &&Denial| matches!(d.refused_by, RefusedBy::Sandbox | RefusedBy::SandboxMove);
+    // The sandbox's refusals first: those are what an --allow changes.
+    let (sandbox, others): (Vec<&Denial>, Vec<&Denial>) =
+        denied.denials.iter().partition(by_sandbox);
+    for denial in sandbox.iter().chain(&others).take(SHOWN_DENIALS) {
+        eprintln!("strument-sandbox: {denial}");
     }
-    let logged = audited.denials.len() as u64;
-    match audited.refused {
-        Some(total) if total > logged => eprintln!(
-            "strument-sandbox: {} more refused accesses were not logged",
-            total - logged
-        ),
-        _ if audited.lost => {
-            eprintln!("strument-sandbox: some audit records were lost: the list may be incomplete");
-        }
-        _ if logged == 0 => eprintln!("strument-sandbox: no access was refused"),
-        _ => {}
+    let hidden = denied.denials.len().saturating_sub(SHOWN_DENIALS) as u64 + denied.dropped;
+    if hidden > 0 {
+        eprintln!(
+            "strument-sandbox: … and {hidden} more refused writes (--json lists the first {})",
+            strument_sandbox::denials::MAX_DENIALS
+        );
+    } else if sandbox.is_empty() {
+        eprintln!("strument-sandbox: the sandbox refused no write");
     }
 }
 

@@ -203,3 +203,62 @@ fn a_spawned_child_gets_the_same_environment_as_a_confined_command() {
     }
     assert_eq!(by_spawn, by_command);
 }
+
+/// `tests/fixtures/sockets.py`: a stand-in service and its client.
+fn sockets_py() -> std::path::PathBuf {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/sockets.py")
+}
+
+#[test]
+fn a_spawned_child_goes_through_the_connect_supervisor() {
+    use std::io::{BufRead, BufReader};
+    let python = super::super::support::require_tool("python3", "python3");
+    let h = FakeHome::new();
+    let prepared = project_only(&h).prepare().expect("prepare");
+    let addr = h.home.join("service.sock");
+    let log = h.home.join("accepted.log");
+    let mut service = std::process::Command::new(&python)
+        .arg(sockets_py())
+        .arg("serve")
+        .arg(&addr)
+        .arg(&log)
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("start the service");
+    let mut line = String::new();
+    BufReader::new(service.stdout.take().expect("piped"))
+        .read_line(&mut line)
+        .expect("read the service");
+    assert_eq!(line.trim(), "listening");
+    // Granted half: the service writes outside the roots for an unconfined client.
+    let free = h.home.join("written-for-an-unconfined-client");
+    let asked = std::process::Command::new(&python)
+        .arg(sockets_py())
+        .arg("ask")
+        .arg(&addr)
+        .arg(&free)
+        .output()
+        .expect("ask unconfined");
+    assert!(asked.status.success() && free.exists(), "{asked:?}");
+    fs::remove_file(&log).expect("remove the log");
+    // Refused: the same request from a child started by Spawn.
+    let target = h.home.join("written-for-a-spawned-client");
+    let status = Spawn::new(&python)
+        .arg(sockets_py())
+        .arg("ask")
+        .arg(&addr)
+        .arg(&target)
+        .current_dir(&h.project)
+        .spawn(&prepared)
+        .expect("spawn")
+        .wait()
+        .expect("wait");
+    let _ = service.kill();
+    let _ = service.wait();
+    assert!(status.success(), "{status:?}");
+    assert!(!target.exists(), "the service wrote for a spawned command");
+    assert!(
+        !log.exists(),
+        "the service accepted a spawned command's connection"
+    );
+}

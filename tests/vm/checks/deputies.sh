@@ -1,18 +1,17 @@
 #!/usr/bin/env bash
-# No unconfined service acts for a confined command over a unix socket:
-# Landlock's RESOLVE_UNIX (ABI 9, Linux 7.1). Written for the 7.x guest of the
-# portable VM tier; runs on any kernel and asserts by the probed ABI:
+# No unconfined service acts for a confined command over a unix socket: the
+# connect supervisor on every kernel, and Landlock's RESOLVE_UNIX (ABI 9,
+# Linux 7.1) a second time. Runs on any kernel:
 #
-#   ABI >= 9  a tmux server started outside cannot be driven from `run`
-#             (run-shell, send-keys: the client fails with tmux's connect
-#             error and no file appears, while a line typed unconfined
-#             after the confined send-keys does run), next to a stand-in
-#             ssh-agent at $SSH_AUTH_SOCK that answers, a command's own socket
-#             in /tmp and in the project that it reaches, and `git commit` in
-#             the project that works;
-#   ABI < 9   the same granted halves, and the tmux route is open but
-#             *reported*: `policy` names the server and `run` says so on
-#             standard error before the command.
+#   every ABI  a tmux server started outside cannot be driven from `run`
+#              (run-shell, send-keys: the client fails with tmux's connect
+#              error and no file appears, while a line typed unconfined after
+#              the confined send-keys does run) and `run` names it after the
+#              command, next to a stand-in ssh-agent at $SSH_AUTH_SOCK that
+#              answers, a command's own socket in /tmp and in the project that
+#              it reaches, and `git commit` in the project that works;
+#              `policy` lists no reachable service; io_uring and a seccomp
+#              listener of the command's own are refused.
 #
 # Usage: deputies.sh SCRATCH
 #   SCRATCH  a directory for the fake home, not under /tmp, /var/tmp,
@@ -157,6 +156,7 @@ tmux_out[run-shell]=$(confined tmux -S "$socket" run-shell "touch '$home/tmux-ru
 tmux_status[send-keys]=0
 tmux_out[send-keys]=$(confined tmux -S "$socket" send-keys "touch '$home/tmux-send-keys'" Enter 2>&1) ||
   tmux_status[send-keys]=$?
+run_stderr=${tmux_out[send-keys]}
 # The positive control for send-keys: a line typed unconfined after it. The
 # pane's shell runs its input in order, so once this marker is there a line
 # the confined client had typed would have run too (20 s at most, for TCG).
@@ -165,7 +165,6 @@ if ! wait_for "$home/tmux-send-keys-after" 200; then
   fail "tmux-send-keys-control" "a line typed unconfined with send-keys never ran in the pane: the send-keys check would prove nothing"
   finish
 fi
-run_stderr=$(confined true 2>&1 >/dev/null)
 policy_status=0
 policy=$(env -i HOME="$home" PATH="$PATH" "$sandbox" policy --project "$project" 2>&1) ||
   policy_status=$?
@@ -175,43 +174,40 @@ if [ "$policy_status" != 0 ] || ! grep -qF "$project" <<<"$policy"; then
   finish
 fi
 
-if [ "$abi" -ge 9 ]; then
-  # Refused means: the client could not connect (non-zero, tmux's own
-  # message naming the socket), and nothing was written, although the pane
-  # ran the unconfined line typed after it.
-  for how in run-shell send-keys; do
-    status=${tmux_status[$how]} out=${tmux_out[$how]}
-    said=$(grep -F "error connecting to $socket (" <<<"$out" | head -n1)
-    if [ -e "$home/tmux-$how" ]; then
-      fail "tmux-$how-refused" "ABI $abi: a confined tmux $how made the server write $home/tmux-$how"
-    elif [ "$status" = 0 ] || [ -z "$said" ]; then
-      fail "tmux-$how-refused" "ABI $abi: a confined tmux $how exited $status without tmux's connect error for $socket: $out"
-    else
-      ok "tmux-$how-refused" "ABI $abi: a confined tmux $how exited $status, \"$said\"; nothing written"
-    fi
-  done
-  if grep -q '^reachable:' <<<"$policy"; then
-    fail "nothing-reported" "ABI $abi closes the route, yet policy lists: $(grep '^reachable:' <<<"$policy")"
-  else
-    ok "nothing-reported" "ABI $abi: policy lists no reachable service"
-  fi
+# Nothing routes around the supervisor: io_uring is refused, and a seccomp
+# listener of the command's own (which would take connect first) is refused
+# by the kernel, while a plain filter of its own still installs.
+escapes=$(confined python3 "$(dirname "${BASH_SOURCE[0]}")/../../fixtures/sockets.py" escapes 2>&1)
+if [ "$escapes" = $'io_uring_setup EPERM\nown listener EBUSY\nown filter ok' ]; then
+  ok "no-route-around" "io_uring_setup EPERM, a second listener EBUSY, a plain filter installs"
 else
-  # The kernel cannot close it: the route is open, and must be reported.
-  if wait_for "$home/tmux-run-shell" && [ "${tmux_status[run-shell]}" = 0 ]; then
-    ok "tmux-route-open" "ABI $abi < 9: a confined tmux run-shell still reaches the server (Linux 7.1 closes it)"
+  fail "no-route-around" "sockets.py escapes answered: $escapes"
+fi
+
+# Every ABI: the connect supervisor refuses (and from ABI 9 RESOLVE_UNIX
+# too). Refused means: the client could not connect (non-zero, tmux's own
+# message naming the socket), and nothing was written, although the pane ran
+# the unconfined line typed after it.
+for how in run-shell send-keys; do
+  status=${tmux_status[$how]} out=${tmux_out[$how]}
+  said=$(grep -F "error connecting to $socket (" <<<"$out" | head -n1)
+  if [ -e "$home/tmux-$how" ]; then
+    fail "tmux-$how-refused" "ABI $abi: a confined tmux $how made the server write $home/tmux-$how"
+  elif [ "$status" = 0 ] || [ -z "$said" ]; then
+    fail "tmux-$how-refused" "ABI $abi: a confined tmux $how exited $status without tmux's connect error for $socket: $out"
   else
-    fail "tmux-route-open" "ABI $abi < 9, yet tmux run-shell from run exited ${tmux_status[run-shell]} and wrote nothing: is the check broken? ${tmux_out[run-shell]}"
+    ok "tmux-$how-refused" "ABI $abi: a confined tmux $how exited $status, \"$said\"; nothing written"
   fi
-  if grep -qF "reachable: tmux at $socket" <<<"$policy"; then
-    ok "tmux-reported" "policy names the server: $(grep -F "reachable: tmux at $socket" <<<"$policy" | cut -c1-80)…"
-  else
-    fail "tmux-reported" "policy does not name $socket: $policy"
-  fi
-  if grep -qF "reachable: tmux at $socket" <<<"$run_stderr"; then
-    ok "tmux-reported-by-run" "run names the server on standard error before the command"
-  else
-    fail "tmux-reported-by-run" "run's standard error does not name $socket: $run_stderr"
-  fi
+done
+if grep -qF "refused a connection to tmux at $socket" <<<"$run_stderr"; then
+  ok "tmux-refusal-reported" "run names the refused server after the command"
+else
+  fail "tmux-refusal-reported" "run's standard error does not name $socket: $run_stderr"
+fi
+if grep -q '^reachable:' <<<"$policy"; then
+  fail "nothing-reported" "ABI $abi: the route is closed, yet policy lists: $(grep '^reachable:' <<<"$policy")"
+else
+  ok "nothing-reported" "ABI $abi: policy lists no reachable service"
 fi
 
 finish

@@ -1,0 +1,656 @@
+//! Seccomp user notification and what the connect supervisor does with a
+//! notification: the listener's ioctls, passing it over a socket, reading
+//! a child's memory and descriptors, and the socket calls performed for it.
+//!
+//! The functions the child calls between `fork` and `exec`
+//! ([`install_listener`], [`send_listener`]) are async-signal-safe: raw
+//! syscalls on memory the parent built, no allocation.
+
+use std::io;
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd, RawFd};
+
+use crate::terminal::SockFilter;
+
+/// `SECCOMP_SET_MODE_FILTER` of `<linux/seccomp.h>`.
+const SECCOMP_SET_MODE_FILTER: libc::c_uint = 1;
+
+/// `struct sock_fprog` of `<linux/filter.h>`.
+#[repr(C)]
+struct SockFprog {
+    len: libc::c_ushort,
+    filter: *const SockFilter,
+}
+
+fn cvt(ret: libc::c_long) -> io::Result<libc::c_long> {
+    if ret < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(ret)
+    }
+}
+
+/// Installs `program` with `SECCOMP_FILTER_FLAG_NEW_LISTENER` and returns
+/// the listener's raw descriptor, or the errno. With `all_threads`, on
+/// every thread: TSYNC and NEW_LISTENER together need `TSYNC_ESRCH`
+/// (Linux 5.7), since both would otherwise answer with a positive number.
+/// Async-signal-safe.
+pub(crate) fn install_listener(program: &[SockFilter], all_threads: bool) -> Result<RawFd, i32> {
+    let Ok(len) = libc::c_ushort::try_from(program.len()) else {
+        return Err(libc::EINVAL);
+    };
+    let prog = SockFprog {
+        len,
+        filter: program.as_ptr(),
+    };
+    let mut flags = libc::SECCOMP_FILTER_FLAG_NEW_LISTENER;
+    if all_threads {
+        flags |= libc::SECCOMP_FILTER_FLAG_TSYNC | libc::SECCOMP_FILTER_FLAG_TSYNC_ESRCH;
+    }
+    // WAIT_KILLABLE_RECV (Linux 5.19): once the supervisor has received a
+    // call, a signal no longer interrupts and restarts it, which would
+    // repeat a connect already performed. Older kernels refuse the flag.
+    let ret = match seccomp_filter(&prog, flags | libc::SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV) {
+        Err(libc::EINVAL) => seccomp_filter(&prog, flags),
+        other => other,
+    };
+    ret.and_then(|fd| RawFd::try_from(fd).map_err(|_| libc::EBADF))
+}
+
+fn seccomp_filter(prog: &SockFprog, flags: libc::c_ulong) -> Result<libc::c_long, i32> {
+    // SAFETY: `prog` points at initialised instructions that outlive the
+    // call; the kernel copies the program and keeps no pointer to it.
+    let ret = unsafe { libc::syscall(libc::SYS_seccomp, SECCOMP_SET_MODE_FILTER, flags, prog) };
+    if ret < 0 { Err(errno()) } else { Ok(ret) }
+}
+
+fn errno() -> i32 {
+    io::Error::last_os_error()
+        .raw_os_error()
+        .unwrap_or(libc::EIO)
+}
+
+/// A `SOCK_SEQPACKET` pair, both ends close-on-exec: listeners travel from
+/// children to the supervisor over it, one message each.
+pub(crate) fn seqpacket_pair() -> io::Result<(OwnedFd, OwnedFd)> {
+    let mut fds = [0 as RawFd; 2];
+    // SAFETY: `fds` has room for the two descriptors the kernel writes.
+    let ret = unsafe {
+        libc::socketpair(
+            libc::AF_UNIX,
+            libc::SOCK_SEQPACKET | libc::SOCK_CLOEXEC,
+            0,
+            fds.as_mut_ptr(),
+        )
+    };
+    if ret < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: both descriptors were just created and are owned by nobody else.
+    Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
+}
+
+/// Room for one descriptor in a control message, 8-byte aligned.
+#[repr(C, align(8))]
+struct OneFdControl([u8; 24]);
+
+/// Sends `fd` and the caller's pid over `socket`, then closes `fd`.
+/// Async-signal-safe: used between `fork` and `exec`.
+pub(crate) fn send_listener(socket: RawFd, fd: RawFd) -> Result<(), i32> {
+    // SAFETY: getpid takes no arguments.
+    let pid = unsafe { libc::getpid() };
+    let mut payload = pid.to_ne_bytes();
+    let mut iov = libc::iovec {
+        iov_base: payload.as_mut_ptr().cast(),
+        iov_len: payload.len(),
+    };
+    let mut control = OneFdControl([0; 24]);
+    // SAFETY: msghdr is plain data, valid when zeroed.
+    let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
+    msg.msg_iov = &raw mut iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = control.0.as_mut_ptr().cast();
+    // SAFETY: CMSG_SPACE only computes a size.
+    msg.msg_controllen = unsafe { libc::CMSG_SPACE(size_of::<RawFd>() as u32) } as _;
+    // SAFETY: the control buffer holds CMSG_SPACE(one fd) bytes, aligned,
+    // so the first header and its data lie inside it.
+    unsafe {
+        let cmsg = libc::CMSG_FIRSTHDR(&raw const msg);
+        (*cmsg).cmsg_level = libc::SOL_SOCKET;
+        (*cmsg).cmsg_type = libc::SCM_RIGHTS;
+        (*cmsg).cmsg_len = libc::CMSG_LEN(size_of::<RawFd>() as u32) as _;
+        std::ptr::write_unaligned(libc::CMSG_DATA(cmsg).cast::<RawFd>(), fd);
+    }
+    // SAFETY: `msg` and everything it points at are live for the call.
+    let ret = unsafe { libc::sendmsg(socket, &raw const msg, libc::MSG_NOSIGNAL) };
+    let result = if ret < 0 { Err(errno()) } else { Ok(()) };
+    // SAFETY: `fd` is the listener this child created and owns alone.
+    unsafe { libc::close(fd) };
+    result
+}
+
+/// Receives one listener and the pid that sent it; `None` once every
+/// sending end is closed.
+pub(crate) fn recv_listener(socket: &OwnedFd) -> io::Result<Option<(OwnedFd, i32)>> {
+    let mut payload = [0u8; 4];
+    let mut iov = libc::iovec {
+        iov_base: payload.as_mut_ptr().cast(),
+        iov_len: payload.len(),
+    };
+    let mut control = OneFdControl([0; 24]);
+    // SAFETY: msghdr is plain data, valid when zeroed.
+    let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
+    msg.msg_iov = &raw mut iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = control.0.as_mut_ptr().cast();
+    msg.msg_controllen = control.0.len() as _;
+    let n = loop {
+        // SAFETY: `msg` and its buffers are live and writable for the call.
+        let n = unsafe { libc::recvmsg(socket.as_raw_fd(), &raw mut msg, libc::MSG_CMSG_CLOEXEC) };
+        if n >= 0 {
+            break n;
+        }
+        let e = io::Error::last_os_error();
+        if e.raw_os_error() != Some(libc::EINTR) {
+            return Err(e);
+        }
+    };
+    if n == 0 {
+        return Ok(None);
+    }
+    // SAFETY: the kernel filled `msg`; CMSG_FIRSTHDR checks controllen.
+    let cmsg = unsafe { libc::CMSG_FIRSTHDR(&raw const msg) };
+    // SAFETY: a non-null header lies inside `control`; its data holds
+    // one descriptor when it is SCM_RIGHTS of that length.
+    let fd = unsafe {
+        if cmsg.is_null()
+            || (*cmsg).cmsg_level != libc::SOL_SOCKET
+            || (*cmsg).cmsg_type != libc::SCM_RIGHTS
+        {
+            return Err(io::Error::from_raw_os_error(libc::EBADMSG));
+        }
+        std::ptr::read_unaligned(libc::CMSG_DATA(cmsg).cast::<RawFd>())
+    };
+    // SAFETY: the descriptor was just received and is owned by nobody else.
+    let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+    Ok(Some((fd, i32::from_ne_bytes(payload))))
+}
+
+/// What `poll` found on a listener.
+pub(crate) enum Ready {
+    /// A notification waits.
+    Notification,
+    /// No task uses the filter any more.
+    Gone,
+}
+
+/// Waits for a notification on `listener`.
+pub(crate) fn wait_notification(listener: &OwnedFd) -> io::Result<Ready> {
+    let mut pfd = libc::pollfd {
+        fd: listener.as_raw_fd(),
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    loop {
+        // SAFETY: one valid pollfd.
+        let ret = unsafe { libc::poll(&raw mut pfd, 1, -1) };
+        if ret < 0 {
+            let e = io::Error::last_os_error();
+            if e.raw_os_error() == Some(libc::EINTR) {
+                continue;
+            }
+            return Err(e);
+        }
+        if pfd.revents & libc::POLLIN != 0 {
+            return Ok(Ready::Notification);
+        }
+        if pfd.revents & (libc::POLLHUP | libc::POLLERR | libc::POLLNVAL) != 0 {
+            return Ok(Ready::Gone);
+        }
+    }
+}
+
+/// One notification: the syscall a confined thread is blocked in.
+pub(crate) type Notification = libc::seccomp_notif;
+
+/// `SECCOMP_IOCTL_NOTIF_RECV`. `ENOENT` when the task went away between
+/// poll and receive.
+pub(crate) fn recv_notification(listener: &OwnedFd) -> io::Result<Notification> {
+    // SAFETY: the kernel requires the struct zeroed; it is plain data.
+    let mut notif: libc::seccomp_notif = unsafe { std::mem::zeroed() };
+    // SAFETY: `notif` is a writable seccomp_notif for the ioctl.
+    let ret = unsafe {
+        libc::ioctl(
+            listener.as_raw_fd(),
+            libc::SECCOMP_IOCTL_NOTIF_RECV,
+            &raw mut notif,
+        )
+    };
+    cvt(ret.into())?;
+    Ok(notif)
+}
+
+/// `SECCOMP_IOCTL_NOTIF_SEND`: the blocked syscall returns `val`, or fails
+/// with `errno` when it is not zero. Never `FLAG_CONTINUE`.
+pub(crate) fn answer(listener: &OwnedFd, id: u64, val: i64, errno: i32) -> io::Result<()> {
+    let resp = libc::seccomp_notif_resp {
+        id,
+        val,
+        error: -errno,
+        flags: 0,
+    };
+    // SAFETY: `resp` is a valid seccomp_notif_resp the kernel only reads.
+    let ret = unsafe {
+        libc::ioctl(
+            listener.as_raw_fd(),
+            libc::SECCOMP_IOCTL_NOTIF_SEND,
+            &raw const resp,
+        )
+    };
+    cvt(ret.into()).map(drop)
+}
+
+/// `SECCOMP_IOCTL_NOTIF_ID_VALID`: whether the thread is still blocked in
+/// notification `id`, so that what was read from it (memory, descriptors,
+/// its pid) was read from that thread.
+pub(crate) fn still_waiting(listener: &OwnedFd, id: u64) -> bool {
+    // SAFETY: the kernel reads one u64.
+    let ret = unsafe {
+        libc::ioctl(
+            listener.as_raw_fd(),
+            libc::SECCOMP_IOCTL_NOTIF_ID_VALID,
+            &raw const id,
+        )
+    };
+    ret == 0
+}
+
+/// `SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP` (Linux 6.6): the kernel wakes the
+/// supervisor and the waiting thread as a pair, on one CPU, which halves a
+/// notification's round trip. Older kernels refuse it; nothing else changes.
+pub(crate) fn prefer_sync_wake_up(listener: &OwnedFd) {
+    const SYNC_WAKE_UP: u64 = 1;
+    // SAFETY: the kernel reads one u64 flag value (passed by value).
+    unsafe {
+        libc::ioctl(
+            listener.as_raw_fd(),
+            libc::SECCOMP_IOCTL_NOTIF_SET_FLAGS,
+            SYNC_WAKE_UP,
+        );
+    }
+}
+
+/// `pidfd_open(pid, 0)`.
+pub(crate) fn pidfd_open(pid: i32) -> io::Result<OwnedFd> {
+    // SAFETY: integers only.
+    let fd = cvt(unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) })?;
+    // SAFETY: a new descriptor owned by nobody else.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd as RawFd) })
+}
+
+/// `pidfd_getfd(pidfd, fd, 0)`: a duplicate of another process's
+/// descriptor, sharing its open file description (and so its flags).
+pub(crate) fn pidfd_getfd(pidfd: &OwnedFd, fd: i32) -> io::Result<OwnedFd> {
+    // SAFETY: integers only.
+    let new = cvt(unsafe { libc::syscall(libc::SYS_pidfd_getfd, pidfd.as_raw_fd(), fd, 0) })?;
+    // SAFETY: a new descriptor owned by nobody else.
+    Ok(unsafe { OwnedFd::from_raw_fd(new as RawFd) })
+}
+
+/// Reads `buf.len()` bytes at `addr` in thread `tid`'s memory; returns how
+/// many were read.
+pub(crate) fn read_memory(tid: i32, addr: u64, buf: &mut [u8]) -> io::Result<usize> {
+    if buf.is_empty() {
+        return Ok(0);
+    }
+    let local = libc::iovec {
+        iov_base: buf.as_mut_ptr().cast(),
+        iov_len: buf.len(),
+    };
+    let remote = libc::iovec {
+        iov_base: addr as usize as *mut libc::c_void,
+        iov_len: buf.len(),
+    };
+    // SAFETY: `local` is our writable buffer; `remote` is only read by the
+    // kernel, in the other process, with its permission checks.
+    let n = unsafe { libc::process_vm_readv(tid, &raw const local, 1, &raw const remote, 1, 0) };
+    if n < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(n as usize)
+    }
+}
+
+/// A socket address as bytes, handed to the kernel unchanged.
+fn with_addr<T>(addr: &[u8], f: impl FnOnce(*const libc::sockaddr, libc::socklen_t) -> T) -> T {
+    // Copied into storage so the kernel sees an aligned sockaddr.
+    // SAFETY: sockaddr_storage is plain data, valid when zeroed.
+    let mut storage: libc::sockaddr_storage = unsafe { std::mem::zeroed() };
+    let len = addr.len().min(size_of::<libc::sockaddr_storage>());
+    // SAFETY: `len` bytes fit in both.
+    unsafe {
+        std::ptr::copy_nonoverlapping(addr.as_ptr(), (&raw mut storage).cast::<u8>(), len);
+    }
+    f((&raw const storage).cast(), len as libc::socklen_t)
+}
+
+/// `connect(fd, addr)`.
+pub(crate) fn connect(fd: BorrowedFd<'_>, addr: &[u8]) -> io::Result<()> {
+    // SAFETY: a valid address of the given length.
+    let ret = with_addr(addr, |a, len| unsafe {
+        libc::connect(fd.as_raw_fd(), a, len)
+    });
+    if ret < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(())
+    }
+}
+
+/// `bind(fd, addr)`.
+pub(crate) fn bind(fd: BorrowedFd<'_>, addr: &[u8]) -> io::Result<()> {
+    // SAFETY: a valid address of the given length.
+    let ret = with_addr(addr, |a, len| unsafe { libc::bind(fd.as_raw_fd(), a, len) });
+    if ret < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(())
+    }
+}
+
+/// `sendto(fd, data, flags, addr)`; returns the bytes sent.
+pub(crate) fn sendto(
+    fd: BorrowedFd<'_>,
+    data: &[u8],
+    flags: i32,
+    addr: &[u8],
+) -> io::Result<usize> {
+    let ret = with_addr(addr, |a, len| {
+        // SAFETY: `data` is readable for its length; a valid address.
+        unsafe {
+            libc::sendto(
+                fd.as_raw_fd(),
+                data.as_ptr().cast(),
+                data.len(),
+                flags,
+                a,
+                len,
+            )
+        }
+    });
+    if ret < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(ret as usize)
+    }
+}
+
+/// `getsockname(fd)`, as bytes.
+pub(crate) fn local_address(fd: BorrowedFd<'_>) -> io::Result<Vec<u8>> {
+    // SAFETY: plain data, valid when zeroed.
+    let mut storage: libc::sockaddr_storage = unsafe { std::mem::zeroed() };
+    let mut len = size_of::<libc::sockaddr_storage>() as libc::socklen_t;
+    // SAFETY: `storage` has room for `len` bytes; the kernel updates `len`.
+    let ret = unsafe { libc::getsockname(fd.as_raw_fd(), (&raw mut storage).cast(), &raw mut len) };
+    if ret < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    let len = (len as usize).min(size_of::<libc::sockaddr_storage>());
+    // SAFETY: the kernel wrote `len` bytes of `storage`.
+    let bytes = unsafe { std::slice::from_raw_parts((&raw const storage).cast::<u8>(), len) };
+    Ok(bytes.to_vec())
+}
+
+/// `SO_TYPE` of a socket: `SOCK_STREAM`, `SOCK_DGRAM`, `SOCK_SEQPACKET`.
+pub(crate) fn socket_type(fd: BorrowedFd<'_>) -> io::Result<i32> {
+    let mut value: libc::c_int = 0;
+    let mut len = size_of::<libc::c_int>() as libc::socklen_t;
+    // SAFETY: `value` has room for an int; the kernel updates `len`.
+    let ret = unsafe {
+        libc::getsockopt(
+            fd.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_TYPE,
+            (&raw mut value).cast(),
+            &raw mut len,
+        )
+    };
+    if ret < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(value)
+    }
+}
+
+/// Whether any socket of `kind` is bound to the unix address `addr` now:
+/// a fresh socket is bound to it and closed at once (`EADDRINUSE` says
+/// someone has it). Binding has no effect on whoever owns the name.
+pub(crate) fn unix_address_taken(kind: i32, addr: &[u8]) -> bool {
+    // SAFETY: integers only.
+    let fd = unsafe { libc::socket(libc::AF_UNIX, kind | libc::SOCK_CLOEXEC, 0) };
+    if fd < 0 {
+        return true;
+    }
+    // SAFETY: a new descriptor owned by nobody else.
+    let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+    matches!(bind(fd.as_fd(), addr), Err(e) if e.raw_os_error() == Some(libc::EADDRINUSE))
+}
+
+/// Whether the open file description of `fd` is non-blocking.
+pub(crate) fn is_nonblocking(fd: BorrowedFd<'_>) -> io::Result<bool> {
+    // SAFETY: F_GETFL takes no pointer.
+    let flags = unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_GETFL) };
+    if flags < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(flags & libc::O_NONBLOCK != 0)
+    }
+}
+
+/// Starts a helper process, detached from the caller (forked twice, in a
+/// session of its own, so that neither the caller's `waitpid` nor a signal
+/// to its process group reaches it), that keeps only `keep` (as fd 3, with
+/// 0-2 on `/dev/null`), runs `body` and exits. Returns once the
+/// intermediate child is reaped.
+///
+/// The helper runs Rust code after `fork`: when the caller has other
+/// threads this relies on glibc's fork handlers leaving `malloc` usable in
+/// the child; the helper takes no lock of the caller's besides.
+pub(crate) fn fork_helper(keep: &OwnedFd, body: impl FnOnce(OwnedFd)) -> io::Result<()> {
+    // SAFETY: fork has no memory-safety preconditions; the child below
+    // only makes syscalls and runs `body`, then exits without unwinding
+    // into the caller's stack frames.
+    let first = unsafe { libc::fork() };
+    if first < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    if first > 0 {
+        let mut status = 0;
+        // SAFETY: `status` is a valid int for the kernel to write.
+        while unsafe { libc::waitpid(first, &raw mut status, 0) } < 0 {
+            let e = io::Error::last_os_error();
+            if e.raw_os_error() != Some(libc::EINTR) {
+                return Err(e);
+            }
+        }
+        return if libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0 {
+            Ok(())
+        } else {
+            Err(io::Error::other("the helper process could not be started"))
+        };
+    }
+    // The intermediate child: start the helper and leave at once.
+    // SAFETY: as above.
+    let second = unsafe { libc::fork() };
+    if second != 0 {
+        // SAFETY: _exit ends this process without running the caller's
+        // atexit handlers or destructors.
+        unsafe { libc::_exit(if second > 0 { 0 } else { 1 }) };
+    }
+    // SAFETY: setsid, dup2, close_range, open and _exit take integers and
+    // a NUL-terminated literal; they touch no Rust-owned memory.
+    unsafe {
+        libc::setsid();
+        if keep.as_raw_fd() != 3 {
+            libc::dup2(keep.as_raw_fd(), 3);
+        }
+        libc::syscall(libc::SYS_close_range, 4u32, u32::MAX, 0u32);
+        let null = libc::open(c"/dev/null".as_ptr(), libc::O_RDWR);
+        if null >= 0 {
+            for fd in 0..3 {
+                libc::dup2(null, fd);
+            }
+            if null > 3 {
+                libc::close(null);
+            }
+        }
+    }
+    // SAFETY: fd 3 is the kept socket, owned by this process alone now.
+    let kept = unsafe { OwnedFd::from_raw_fd(3) };
+    body(kept);
+    // SAFETY: as above.
+    unsafe { libc::_exit(0) }
+}
+
+/// `prctl(PR_SET_PTRACER, pid)`: under Yama's `ptrace_scope` 1 a process
+/// may read another's memory and descriptors only if it is an ancestor,
+/// or was named this way. `EINVAL` without Yama, which needs nothing.
+pub(crate) fn allow_ptracer(pid: i32) -> io::Result<()> {
+    // SAFETY: integers only.
+    let ret = unsafe { libc::prctl(libc::PR_SET_PTRACER, pid as libc::c_ulong, 0, 0, 0) };
+    if ret == 0 || io::Error::last_os_error().raw_os_error() == Some(libc::EINVAL) {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
+/// Sends `pid` as a 4-byte message.
+pub(crate) fn send_pid(socket: &OwnedFd, pid: i32) -> io::Result<()> {
+    let bytes = pid.to_ne_bytes();
+    // SAFETY: `bytes` is readable for its length.
+    let n = unsafe {
+        libc::send(
+            socket.as_raw_fd(),
+            bytes.as_ptr().cast(),
+            bytes.len(),
+            libc::MSG_NOSIGNAL,
+        )
+    };
+    if n == 4 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
+/// Receives a 4-byte pid sent by [`send_pid`].
+pub(crate) fn recv_pid(socket: &OwnedFd) -> io::Result<i32> {
+    let mut bytes = [0u8; 4];
+    // SAFETY: `bytes` is writable for its length.
+    let n = unsafe { libc::recv(socket.as_raw_fd(), bytes.as_mut_ptr().cast(), 4, 0) };
+    if n == 4 {
+        Ok(i32::from_ne_bytes(bytes))
+    } else if n < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Err(io::Error::from_raw_os_error(libc::EPIPE))
+    }
+}
+
+/// The caller's pid.
+pub(crate) fn pid() -> i32 {
+    // SAFETY: getpid takes no arguments.
+    unsafe { libc::getpid() }
+}
+
+/// The socket file (device, inode) a bound unix socket lives at, asked of
+/// the kernel by the socket itself (`NETLINK_SOCK_DIAG`, `UNIX_DIAG_VFS`):
+/// unlike a lookup by name, no rename can change the answer. `Ok(None)` for
+/// a socket not bound to a path; an error when the kernel has no
+/// `CONFIG_UNIX_DIAG`.
+pub(crate) fn unix_socket_file(socket: BorrowedFd<'_>) -> io::Result<Option<(u64, u64)>> {
+    const SOCK_DIAG_BY_FAMILY: u16 = 20;
+    const UDIAG_SHOW_VFS: u32 = 0x2;
+    const UNIX_DIAG_VFS: u16 = 1;
+    // SAFETY: fstat writes a stat struct, plain data valid when zeroed.
+    let mut st: libc::stat = unsafe { std::mem::zeroed() };
+    // SAFETY: `st` is writable for the call.
+    if unsafe { libc::fstat(socket.as_raw_fd(), &raw mut st) } < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    let sockfs_ino =
+        u32::try_from(st.st_ino).map_err(|_| io::Error::from_raw_os_error(libc::EOVERFLOW))?;
+    // struct nlmsghdr, then struct unix_diag_req.
+    let mut req = Vec::with_capacity(40);
+    req.extend_from_slice(&40u32.to_ne_bytes());
+    req.extend_from_slice(&SOCK_DIAG_BY_FAMILY.to_ne_bytes());
+    req.extend_from_slice(&(libc::NLM_F_REQUEST as u16).to_ne_bytes());
+    req.extend_from_slice(&1u32.to_ne_bytes());
+    req.extend_from_slice(&0u32.to_ne_bytes());
+    req.extend_from_slice(&[libc::AF_UNIX as u8, 0, 0, 0]);
+    req.extend_from_slice(&u32::MAX.to_ne_bytes()); // every state
+    req.extend_from_slice(&sockfs_ino.to_ne_bytes());
+    req.extend_from_slice(&UDIAG_SHOW_VFS.to_ne_bytes());
+    req.extend_from_slice(&u32::MAX.to_ne_bytes()); // no cookie
+    req.extend_from_slice(&u32::MAX.to_ne_bytes());
+    // SAFETY: integers only.
+    let fd = unsafe {
+        libc::socket(
+            libc::AF_NETLINK,
+            libc::SOCK_DGRAM | libc::SOCK_CLOEXEC,
+            libc::NETLINK_SOCK_DIAG,
+        )
+    };
+    if fd < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: a new descriptor owned by nobody else.
+    let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+    // SAFETY: `req` is readable for its length.
+    if unsafe { libc::send(fd.as_raw_fd(), req.as_ptr().cast(), req.len(), 0) } < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    let mut buf = [0u8; 512];
+    // SAFETY: `buf` is writable for its length.
+    let n = unsafe { libc::recv(fd.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len(), 0) };
+    if n < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    let msg = &buf[..n as usize];
+    let u16_at = |at: usize| {
+        msg.get(at..at + 2)
+            .map(|b| u16::from_ne_bytes([b[0], b[1]]))
+    };
+    let u32_at = |at: usize| {
+        msg.get(at..at + 4)
+            .map(|b| u32::from_ne_bytes([b[0], b[1], b[2], b[3]]))
+    };
+    let bad = || io::Error::from_raw_os_error(libc::EBADMSG);
+    let len = u32_at(0).ok_or_else(bad)? as usize;
+    match u16_at(4) {
+        Some(SOCK_DIAG_BY_FAMILY) => {}
+        Some(2) => {
+            // NLMSG_ERROR: a negative errno follows the header.
+            let errno = u32_at(16).map_or(libc::EIO, |e| -(e as i32));
+            return Err(io::Error::from_raw_os_error(errno));
+        }
+        _ => return Err(bad()),
+    }
+    // struct unix_diag_msg is 16 bytes; the attributes follow.
+    let mut at = 16 + 16;
+    while at + 4 <= len.min(msg.len()) {
+        let attr_len = usize::from(u16_at(at).ok_or_else(bad)?);
+        if attr_len < 4 {
+            return Err(bad());
+        }
+        if u16_at(at + 2) == Some(UNIX_DIAG_VFS) {
+            let ino = u32_at(at + 4).ok_or_else(bad)?;
+            let dev = u32_at(at + 8).ok_or_else(bad)?;
+            // The kernel's own dev_t: 12 bits of major, 20 of minor.
+            let dev = libc::makedev(dev >> 20, dev & 0xf_ffff);
+            return Ok(Some((dev, u64::from(ino))));
+        }
+        at += (attr_len + 3) & !3;
+    }
+    Ok(None)
+}
