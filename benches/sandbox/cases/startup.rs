@@ -244,11 +244,11 @@ fn phases(section: &mut Section, bench: &Bench, config: &Config) {
             Box::new(|| drop(default_writable(dir, None, &[]))),
         ),
         (
-            "`Policy::prepare` (probe, open and judge each root, services scan, ruleset)",
+            "`Policy::prepare` (probe, open and judge each root, ruleset, the supervisor's rules)",
             Box::new(|| drop(policy.prepare())),
         ),
         (
-            "of which the reachable-services scan",
+            "the reachable-services scan, which `prepare` no longer runs (the supervisor decides every connect)",
             Box::new(|| drop(services::reachable_services())),
         ),
         (
@@ -260,7 +260,7 @@ fn phases(section: &mut Section, bench: &Bench, config: &Config) {
             Box::new(|| drop(snapshot.changes())),
         ),
         (
-            "`Session::open` without creating caches (all of the above but the scan alone)",
+            "`Session::open` without creating caches (`default_writable`, `prepare`, `Snapshot::take`)",
             Box::new(|| drop(Session::builder(dir).create_caches(false).open())),
         ),
     ];
