@@ -60,6 +60,7 @@ mod explain;
 #[doc(hidden)]
 pub mod fuzzing;
 mod git;
+mod local_net;
 mod policy;
 mod prepared;
 mod probe;
@@ -80,6 +81,7 @@ pub use abi::Feature;
 pub use denials::{Advice, Audited, Denial};
 pub use error::{ApplyError, DenialLogError, ExplainError, PolicyError, ProbeError};
 pub use explain::{Explanation, Verdict};
+pub use local_net::{Listener, LocalPort, PortReason, Transport, default_local_ports};
 pub use policy::Policy;
 pub use prepared::Prepared;
 pub use probe::{Availability, Limitation, probe};

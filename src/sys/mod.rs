@@ -6,6 +6,7 @@
 mod audit;
 mod confine;
 mod landlock;
+mod netlink;
 mod process;
 mod seccomp;
 mod signal;
@@ -13,5 +14,6 @@ mod signal;
 pub(crate) use audit::*;
 pub(crate) use confine::*;
 pub(crate) use landlock::*;
+pub(crate) use netlink::*;
 pub(crate) use process::*;
 pub(crate) use signal::*;
