@@ -19,7 +19,7 @@
 //! once more at the end of the session.
 //!
 //! ```no_run
-//! use strument_sandbox::{Policy, default_sockets, default_writable, probe};
+//! use strument_sandbox::{Policy, default_local_ports, default_sockets, default_writable, probe};
 //!
 //! let availability = probe();
 //! if let Some(why) = &availability.error {
@@ -27,7 +27,8 @@
 //! }
 //! let writable = default_writable("/home/me/project".as_ref(), None, &[])?;
 //! let sockets = default_sockets("/home/me/project".as_ref(), None);
-//! let report = Policy { writable, sockets }.apply()?; // refuses unless Landlock is there
+//! let local_ports = default_local_ports(); // the resolver, a proxy from the environment
+//! let report = Policy { writable, sockets, local_ports }.apply()?; // refuses unless Landlock is there
 //! println!("writable: {:?}", report.granted_paths());
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```

@@ -10,6 +10,9 @@
 //! an address of this machine is reached only on a port bound inside the
 //! same sandbox or named by the policy ([`LocalPort`]).
 
+// The decision is called by the connect supervisor (src/connect/).
+#![cfg_attr(not(test), allow(dead_code))]
+
 use std::fmt;
 use std::io;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
@@ -584,7 +587,7 @@ impl LocalNet {
         if transport == Transport::Ping {
             return Reach::Echo;
         }
-        let bound_inside = self.bound.lock().map_or(false, |bound| {
+        let bound_inside = self.bound.lock().is_ok_and(|bound| {
             bound
                 .iter()
                 .any(|(addr, t)| *t == transport && takes(*addr, to))
@@ -807,11 +810,7 @@ mod tests {
 
     #[test]
     fn bound_inside_is_counted_per_transport_and_address() {
-        let net = LocalNet {
-            addresses: Mutex::new(LocalAddresses::read()),
-            named: LocalPort::parse("127.0.0.1:5432", PortReason::Caller).unwrap(),
-            bound: Mutex::new(Vec::new()),
-        };
+        let net = LocalNet::new(LocalPort::parse("127.0.0.1:5432", PortReason::Caller).unwrap());
         assert_eq!(
             net.reach(a("127.0.0.1:8080"), Transport::Tcp),
             Reach::Refused

@@ -14,6 +14,7 @@ use crate::abi::{self, Abi};
 
 use crate::error::{ApplyError, PolicyError};
 use crate::git::{COMMON_DIR_PARTS, COMMON_DIR_REFTABLE, is_git_dir, points_back};
+use crate::local_net::LocalPort;
 use crate::prepared::Prepared;
 use crate::probe::{Availability, probe};
 use crate::report::{Granted, Report, RootKind, SkipReason, Skipped, Warning};
@@ -68,6 +69,13 @@ pub struct Policy {
     /// [`default_sockets`](crate::default_sockets) for the usual ones
     /// (the project, the state directory, ssh-agent, gpg-agent).
     pub sockets: Vec<Socket>,
+    /// Ports of this machine's own addresses (loopback, every local
+    /// interface) a confined command may connect to, beside those bound
+    /// inside the sandbox; every other port there is refused, and other
+    /// hosts are never mediated. Empty means none: see
+    /// [`default_local_ports`](crate::default_local_ports) for the usual
+    /// ones (the system resolver, a proxy from the environment).
+    pub local_ports: Vec<LocalPort>,
 }
 
 /// A root opened with `O_PATH`, ready to become a rule.
@@ -251,6 +259,7 @@ impl Policy {
             sockets: Vec::new(),
             skipped_sockets: Vec::new(),
             reachable_services: Vec::new(),
+            local_ports: self.local_ports.clone(),
         };
         if availability.supported() && abi::test_cap().is_some() {
             report.warnings.push(Warning::TestAbiCap {

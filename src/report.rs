@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 use crate::abi;
 use crate::error::ExplainError;
 use crate::explain::{self, Explanation};
+use crate::local_net::LocalPort;
 use crate::probe::Limitation;
 use crate::root::{Covers, Origin};
 use crate::services::Service;
@@ -305,6 +306,9 @@ pub struct Report {
     /// command) can reach over unix sockets, each of which can write for
     /// it. Empty from ABI 9, where the kernel closes the route.
     pub reachable_services: Vec<Service>,
+    /// Ports of this machine's own addresses a confined command may
+    /// connect to besides those bound inside the sandbox, in policy order.
+    pub local_ports: Vec<LocalPort>,
 }
 
 impl Report {

@@ -14,6 +14,7 @@ use crate::abi::Feature;
 use crate::denials::{Advice, Denial};
 use crate::error::ProbeError;
 use crate::explain::{Explanation, Verdict};
+use crate::local_net::{LocalPort, PortReason};
 use crate::probe::{Availability, Limitation};
 use crate::report::{Granted, Report, RootKind, SkipReason, Skipped, Warning};
 use crate::root::{Covers, Origin, Root};
@@ -56,6 +57,7 @@ by_name!(
     Covers,
     ServiceKind,
     SocketReason,
+    PortReason,
     ChangeKind,
     Feature,
 );
@@ -131,6 +133,16 @@ object! {
         "skip": k.skip,
         "detail": k.skip.to_string(),
     }
+    LocalPort => |p| {
+        "address": p.address.ip().to_string(),
+        "port": p.address.port(),
+        "reason": p.reason,
+        "variable": match &p.reason {
+            PortReason::Proxy(variable) => Some(variable.as_str()),
+            _ => None,
+        },
+        "detail": p.reason.to_string(),
+    }
     Service => |v| {
         "kind": v.kind,
         "path": lossy(&v.path),
@@ -148,6 +160,7 @@ object! {
         "sockets": r.sockets,
         "skipped_sockets": r.skipped_sockets,
         "reachable_services": r.reachable_services,
+        "local_ports": r.local_ports,
     }
     // The same fields as Availability's, which flattens it.
     ProbeError => |e| {

@@ -8,7 +8,10 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand};
-use strument_sandbox::{Policy, Socket, SocketReason, default_sockets, default_writable};
+use strument_sandbox::{
+    LocalPort, Policy, PortReason, Socket, SocketReason, default_local_ports, default_sockets,
+    default_writable,
+};
 
 #[macro_use]
 mod output;
@@ -54,6 +57,7 @@ Examples:
   strument-sandbox run -- go test ./...        # run confined, report hooks it planted
   strument-sandbox run --allow /srv/out -- make install
   strument-sandbox run --allow-socket /run/postgresql -- make test
+  strument-sandbox run --allow-connect 127.0.0.1:5432 -- make test
 
 Exit status:
   0    success (`run`: the command's own status otherwise, 128+N if signal N
@@ -195,6 +199,16 @@ pub(crate) struct Roots {
     /// enforced from Linux 7.1, Landlock ABI 9).
     #[arg(long = "allow-socket", value_name = "PATH")]
     allow_socket: Vec<PathBuf>,
+    /// A port of this machine's own addresses the command may connect to, as ADDR:PORT
+    /// (127.0.0.1:5432, [::1]:8080, localhost:3000; 0.0.0.0:PORT: every local address),
+    /// besides ports bound inside the sandbox, the resolver's and a local proxy's
+    /// (repeatable). Other hosts are never mediated.
+    #[arg(long = "allow-connect", value_name = "ADDR:PORT", value_parser = parse_allow_connect)]
+    allow_connect: Vec<Vec<LocalPort>>,
+}
+
+fn parse_allow_connect(text: &str) -> Result<Vec<LocalPort>, String> {
+    LocalPort::parse(text, PortReason::Caller)
 }
 
 /// A failure of the tool itself, with the exit status it maps to.
@@ -266,5 +280,11 @@ pub(crate) fn build_policy(roots: &Roots) -> Result<Policy, Failure> {
     for path in &roots.allow_socket {
         sockets.push(Socket::new(absolute(path)?, SocketReason::Caller));
     }
-    Ok(Policy { writable, sockets })
+    let mut local_ports = default_local_ports();
+    local_ports.extend(roots.allow_connect.iter().flatten().cloned());
+    Ok(Policy {
+        writable,
+        sockets,
+        local_ports,
+    })
 }

@@ -51,6 +51,15 @@ pub(crate) fn report_lines(report: &Report) -> Vec<String> {
         let rest = format!("  ({}: {})", s.reason, s.skip);
         row("socket", "skipped", &s.path, &rest)
     });
+    let ports = report.local_ports.iter().map(|p| {
+        format!(
+            "{:<7}  {:<9}  {}  ({})",
+            "connect",
+            p.reason.name(),
+            p.address,
+            p.reason
+        )
+    });
     let warnings = report.warnings.iter().map(|w| format!("warning: {w}"));
     let limitations = report
         .limitations
@@ -60,6 +69,7 @@ pub(crate) fn report_lines(report: &Report) -> Vec<String> {
         .chain(skipped)
         .chain(sockets)
         .chain(skipped_sockets)
+        .chain(ports)
         .chain(warnings)
         .chain(limitations)
         .chain(service_lines(&report.reachable_services))
