@@ -176,6 +176,8 @@ impl std::fmt::Display for Advice {
 #[derive(Debug)]
 #[non_exhaustive]
 pub struct Audited {
+    /// The command's pid, for [`Prepared::refused_connects`](crate::Prepared::refused_connects).
+    pub command: u32,
     /// How the command ended.
     pub status: ExitStatus,
     /// The refused accesses whose records arrived, in order.
@@ -196,6 +198,7 @@ pub(crate) fn status_with_denials(
     availability: &Availability,
     ruleset: &Arc<OwnedFd>,
     filter: &TerminalFilter,
+    connect: crate::connect::ChildHook,
     cmd: &mut Command,
     forwarder: Option<&SignalForwarder>,
 ) -> Result<Audited, DenialLogError> {
@@ -213,6 +216,7 @@ pub(crate) fn status_with_denials(
         cmd,
         Arc::clone(ruleset),
         filter.clone(),
+        connect,
         sys::RESTRICT_SELF_LOG_NEW_EXEC_ON,
     );
     if let Some(forwarder) = forwarder {
@@ -371,6 +375,7 @@ impl Log {
     fn finish(self, status: ExitStatus) -> Audited {
         let domain = self.domain;
         Audited {
+            command: self.pid.parse().unwrap_or(0),
             status,
             denials: self
                 .accesses

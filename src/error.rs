@@ -146,6 +146,14 @@ pub enum ApplyError {
          (ioctl TIOCSTI, TIOCLINUX): {0}; the kernel needs CONFIG_SECCOMP_FILTER"
     )]
     TerminalFilter(#[source] io::Error),
+    /// The connect supervisor could not be started, or a child could not
+    /// hand it its seccomp listener: without it a confined command could
+    /// reach any unix socket, so nothing runs.
+    #[error(
+        "refusing to run: cannot start the connect supervisor (seccomp user notification, \
+         pidfd_getfd): {0}"
+    )]
+    Supervisor(#[source] io::Error),
 }
 
 impl ApplyError {
@@ -175,6 +183,11 @@ impl ApplyError {
             ApplyError::TerminalFilter(_) => {
                 "use a kernel built with CONFIG_SECCOMP_FILTER=y, and let the container \
                  runtime allow seccomp"
+            }
+            ApplyError::Supervisor(_) => {
+                "let the container runtime allow seccomp(SECCOMP_SET_MODE_FILTER) with \
+                 SECCOMP_FILTER_FLAG_NEW_LISTENER, pidfd_open, pidfd_getfd and \
+                 process_vm_readv; check the thread and descriptor limits"
             }
         }
     }

@@ -54,6 +54,7 @@
 #![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
 
 mod abi;
+mod connect;
 mod denials;
 mod error;
 mod explain;
@@ -79,6 +80,7 @@ mod tripwire;
 mod writable;
 
 pub use abi::Feature;
+pub use connect::{ConnectTarget, RefusedConnect};
 pub use denials::{Advice, Audited, Denial};
 pub use error::{ApplyError, DenialLogError, ExplainError, PolicyError, ProbeError};
 pub use explain::{Explanation, Verdict};

@@ -11,6 +11,7 @@ use std::sync::Arc;
 use landlock::{CompatLevel, Compatible, Ruleset, RulesetAttr};
 
 use crate::abi::{self, Abi};
+use crate::connect::{Rules, Supervisor};
 
 use crate::error::{ApplyError, PolicyError};
 use crate::git::{COMMON_DIR_PARTS, COMMON_DIR_REFTABLE, is_git_dir, points_back};
@@ -19,7 +20,6 @@ use crate::prepared::Prepared;
 use crate::probe::{Availability, probe};
 use crate::report::{Granted, Report, RootKind, SkipReason, Skipped, Warning};
 use crate::root::{Covers, Judge, Origin, Root};
-use crate::services::reachable_services;
 use crate::sockets::{self, GrantedSocket, SkippedSocket, Socket};
 use crate::sys;
 use crate::terminal::TerminalFilter;
@@ -243,7 +243,14 @@ impl Policy {
                 }
             })?;
         }
-        Ok(Prepared::new(report, availability, Arc::new(fd), filter))
+        let supervisor = Supervisor::start(connect_rules(&open)).map_err(ApplyError::Supervisor)?;
+        Ok(Prepared::new(
+            report,
+            availability,
+            Arc::new(fd),
+            filter,
+            supervisor,
+        ))
     }
 
     /// Validates and opens every root and socket, in order, dropping exact
@@ -367,12 +374,41 @@ impl Policy {
             report.granted.push(root.granted.clone());
             roots.push(root);
         }
+        // Every service socket is behind the connect supervisor now, on
+        // every kernel: none is reachable to report.
         let sockets = open_sockets(&self.sockets, &mut report)?;
-        if availability.supported() && !availability.has(abi::Feature::ResolveUnix) {
-            report.reachable_services = reachable_services();
-        }
         Ok((report, OpenPolicy { roots, sockets }))
     }
+}
+
+/// The connect supervisor's rules: the socket directories and files, and
+/// the directories sockets may be made in, named as the kernel names the
+/// inodes opened for the rules.
+fn connect_rules(open: &OpenPolicy) -> Rules {
+    let named =
+        |root: &OpenRoot| std::fs::read_link(format!("/proc/self/fd/{}", root.fd.as_raw_fd())).ok();
+    let mut rules = Rules {
+        // A socket that appears or moves beneath the project from now on
+        // counts only if bound inside; the margin covers the coarse clock
+        // the kernel stamps inodes with.
+        since: std::time::SystemTime::now().checked_sub(std::time::Duration::from_millis(50)),
+        ..Rules::default()
+    };
+    for socket in &open.sockets {
+        match socket.granted.kind {
+            RootKind::Directory => rules.socket_dirs.extend(named(socket)),
+            RootKind::Special | RootKind::File => {
+                rules.socket_files.insert(socket.granted.id());
+            }
+        }
+    }
+    rules.bind_dirs = open
+        .roots
+        .iter()
+        .filter(|r| r.granted.kind == RootKind::Directory)
+        .filter_map(named)
+        .collect();
+    rules
 }
 
 pub(crate) fn require_absolute(path: &Path, what: &'static str) -> Result<(), PolicyError> {

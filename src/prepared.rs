@@ -6,6 +6,7 @@ use std::os::fd::OwnedFd;
 use std::process::Command;
 use std::sync::Arc;
 
+use crate::connect::{RefusedConnect, Supervisor};
 use crate::denials::{self, Audited};
 use crate::error::{ApplyError, DenialLogError};
 use crate::probe::Availability;
@@ -26,6 +27,8 @@ pub struct Prepared {
     /// The seccomp program against terminal injection, built here so that
     /// the child only installs it.
     filter: TerminalFilter,
+    /// Decides every `connect` and `bind` of the children confined here.
+    connect: Arc<Supervisor>,
 }
 
 impl Prepared {
@@ -35,12 +38,14 @@ impl Prepared {
         availability: Availability,
         ruleset: Arc<OwnedFd>,
         filter: TerminalFilter,
+        connect: Supervisor,
     ) -> Prepared {
         Prepared {
             report,
             availability,
             ruleset,
             filter,
+            connect: Arc::new(connect),
         }
     }
 
@@ -90,20 +95,27 @@ impl Prepared {
             }
             0
         };
-        sys::restrict_self(&self.ruleset, flags, &self.filter).map_err(|e| match e {
+        sys::restrict_self(&self.ruleset, flags, &self.filter, None).map_err(|e| match e {
             sys::RestrictError::Landlock(e) => ApplyError::Restrict(e),
             sys::RestrictError::Seccomp(e) => ApplyError::TerminalFilter(e),
+            sys::RestrictError::Supervisor(e) => ApplyError::Supervisor(e),
         })?;
         Ok(self.report)
     }
 
     /// Makes `cmd` confine its own child process just before `exec`,
     /// leaving the caller unconfined. Between `fork` and `exec` the child
-    /// performs only three async-signal-safe syscalls (`prctl`, `seccomp`
-    /// with the terminal filter built here, and `landlock_restrict_self` on
-    /// the descriptor opened here), so this is safe in a multi-threaded
-    /// caller. If any fails the command does not run and spawning it
-    /// returns the error.
+    /// performs only async-signal-safe syscalls (`prctl`, `seccomp` with
+    /// the terminal filter and the connect supervisor's filter built here,
+    /// `sendmsg` of the supervisor's listener to a thread of this process,
+    /// and `landlock_restrict_self` on the descriptor opened here), so this
+    /// is safe in a multi-threaded caller, and works for a
+    /// `tokio::process::Command` through `as_std_mut`. If any fails the
+    /// command does not run and spawning it returns the error.
+    ///
+    /// The command and everything it starts reach unix sockets only
+    /// through the connect supervisor, a thread of this process:
+    /// [`Prepared::refused_connects`] says what it refused.
     ///
     /// # Examples
     ///
@@ -117,7 +129,37 @@ impl Prepared {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn confine(&self, cmd: &mut Command) {
-        sys::confine_before_exec(cmd, Arc::clone(&self.ruleset), self.filter.clone());
+        sys::confine_before_exec(
+            cmd,
+            Arc::clone(&self.ruleset),
+            self.filter.clone(),
+            self.connect.hook(),
+        );
+    }
+
+    /// The connections the connect supervisor refused the command with pid
+    /// `command` (and the processes it started), taken: a second call
+    /// returns only newer ones. Complete once the command has been waited
+    /// for: each refusal is recorded before the refused call returns.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// use std::process::Command;
+    /// let prepared = strument_sandbox::Policy { writable: vec!["/tmp".into()], ..Default::default() }.prepare()?;
+    /// let mut cmd = Command::new("tmux");
+    /// cmd.arg("ls");
+    /// prepared.confine(&mut cmd);
+    /// let mut child = cmd.spawn()?;
+    /// child.wait()?;
+    /// for refused in prepared.refused_connects(child.id()) {
+    ///     eprintln!("strument-sandbox: {refused}");
+    /// }
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    #[must_use]
+    pub fn refused_connects(&self, command: u32) -> Vec<RefusedConnect> {
+        self.connect.take_refused(command)
     }
 
     /// Runs `cmd` confined, as [`Prepared::confine`] does, with the kernel
@@ -155,7 +197,14 @@ impl Prepared {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn status_with_denials(&self, cmd: &mut Command) -> Result<Audited, DenialLogError> {
-        denials::status_with_denials(&self.availability, &self.ruleset, &self.filter, cmd, None)
+        denials::status_with_denials(
+            &self.availability,
+            &self.ruleset,
+            &self.filter,
+            self.connect.hook(),
+            cmd,
+            None,
+        )
     }
 
     /// [`Prepared::status_with_denials`], waiting for the command with
@@ -188,6 +237,7 @@ impl Prepared {
             &self.availability,
             &self.ruleset,
             &self.filter,
+            self.connect.hook(),
             cmd,
             Some(forwarder),
         )

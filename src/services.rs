@@ -32,6 +32,8 @@ pub enum ServiceKind {
     /// An editor's or terminal's remote-control socket (Neovim, Emacs,
     /// VS Code, kitty, WezTerm).
     Editor,
+    /// gpg-agent (`S.gpg-agent` and its siblings).
+    GpgAgent,
 }
 
 impl ServiceKind {
@@ -53,6 +55,7 @@ impl ServiceKind {
             ServiceKind::Podman => "podman",
             ServiceKind::X11 => "x11",
             ServiceKind::Editor => "editor",
+            ServiceKind::GpgAgent => "gpg-agent",
         }
     }
 
@@ -80,6 +83,9 @@ impl ServiceKind {
             ServiceKind::Podman => "starts a container that mounts and writes this user's files",
             ServiceKind::X11 => "types keystrokes into any window, terminals included (`xdotool`)",
             ServiceKind::Editor => "edits and saves files, runs commands in the editor's terminal",
+            ServiceKind::GpgAgent => {
+                "deletes, imports and generates secret keys (`DELETE_KEY`, `IMPORT_KEY`)"
+            }
         }
     }
 }
@@ -224,4 +230,44 @@ fn read_names(dir: &Path) -> Vec<std::ffi::OsString> {
         .collect();
     names.sort();
     names
+}
+
+/// The kind of service known to listen at `path` (a socket path, or an
+/// abstract name such as X11's `/tmp/.X11-unix/X0`), by the places each
+/// service keeps its socket; for the report of a refused connection.
+pub(crate) fn service_at(path: &Path) -> Option<ServiceKind> {
+    let name = path.file_name()?.to_string_lossy();
+    let parent = path
+        .parent()
+        .and_then(Path::file_name)
+        .map(|p| p.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let text = path.to_string_lossy();
+    Some(if parent.starts_with("tmux-") {
+        ServiceKind::Tmux
+    } else if parent == ".X11-unix" {
+        ServiceKind::X11
+    } else if text.starts_with("/run/screen/") || parent.starts_with("S-") {
+        ServiceKind::Screen
+    } else if name == "bus" || text.starts_with("/tmp/dbus-") {
+        ServiceKind::SessionBus
+    } else if name == "private" && parent == "systemd" {
+        ServiceKind::SystemdUser
+    } else if name == "docker.sock" {
+        ServiceKind::Docker
+    } else if name == "podman.sock" {
+        ServiceKind::Podman
+    } else if name.starts_with("S.gpg-agent") {
+        ServiceKind::GpgAgent
+    } else if name.starts_with("nvim")
+        || name.starts_with("vscode-ipc-")
+        || name.starts_with("kitty")
+        || parent == "emacs"
+        || parent.starts_with("emacs")
+        || parent == "wezterm"
+    {
+        ServiceKind::Editor
+    } else {
+        return None;
+    })
 }

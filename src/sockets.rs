@@ -59,7 +59,8 @@ pub enum SocketReason {
     State,
     /// `$SSH_AUTH_SOCK`: `git` over ssh signs in through the agent.
     SshAgent,
-    /// gpg-agent's sockets: signed commits and tags.
+    /// gpg-agent's sockets, when named: signed commits and tags, and with
+    /// them key deletion and import (not among [`default_sockets`]).
     GpgAgent,
     /// Named by the caller (`--allow-socket`): a database, Docker on purpose.
     Caller,
@@ -98,7 +99,9 @@ impl fmt::Display for SocketReason {
             SocketReason::Project => "the project: the session's own sockets",
             SocketReason::State => "the state directory: the session's own sockets",
             SocketReason::SshAgent => "$SSH_AUTH_SOCK: git and ssh sign in through the agent",
-            SocketReason::GpgAgent => "gpg-agent: signed commits and tags",
+            SocketReason::GpgAgent => {
+                "gpg-agent: signed commits and tags; it also deletes and imports secret keys"
+            }
             SocketReason::Caller => "named by the caller",
         })
     }
@@ -128,14 +131,15 @@ pub struct SkippedSocket {
 }
 
 /// The sockets a session connects to by default: the project and the
-/// state directory (the session's own places), `$SSH_AUTH_SOCK` and
-/// gpg-agent's sockets. Temporary space and caches are never among them:
-/// tmux, screen, X11 and editors keep their sockets there.
+/// state directory (the session's own places) and `$SSH_AUTH_SOCK`.
+/// Temporary space and caches are never among them: tmux, screen, X11 and
+/// editors keep their sockets there.
 ///
-/// gpg-agent's sockets are looked for where gpg puts them for the default
-/// home (`$XDG_RUNTIME_DIR/gnupg`, `/run/user/$UID/gnupg`, else
-/// `~/.gnupg`); with `$GNUPGHOME` set elsewhere, `gpgconf --list-dirs
-/// socketdir` is asked, since the directory then depends on a hash of it.
+/// gpg-agent is not among them: whoever connects to its socket may delete
+/// and import secret keys (`DELETE_KEY`, `IMPORT_KEY`), writes outside
+/// every root. Signing with gpg inside the sandbox needs the agent named
+/// explicitly ([`SocketReason::GpgAgent`], `--allow-socket`), which allows
+/// that too.
 ///
 /// # Examples
 ///
@@ -159,45 +163,7 @@ pub fn default_sockets(project_root: &Path, state_dir: Option<&Path>) -> Vec<Soc
     {
         out.push(Socket::new(agent, SocketReason::SshAgent));
     }
-    if let Some(dir) = gpg_socket_dir() {
-        for name in GPG_SOCKETS {
-            out.push(Socket::new(dir.join(name), SocketReason::GpgAgent));
-        }
-    }
     out
-}
-
-/// The sockets gpg and git use for signing: the agent, and keyboxd where
-/// gpg 2.4 keeps the public keys.
-const GPG_SOCKETS: [&str; 2] = ["S.gpg-agent", "S.keyboxd"];
-
-fn gpg_socket_dir() -> Option<PathBuf> {
-    let home = dirs::home_dir().filter(|h| h.is_absolute());
-    let default_home = home.as_ref().map(|h| h.join(".gnupg"));
-    match std::env::var_os("GNUPGHOME").filter(|v| Path::new(v).is_absolute()) {
-        Some(custom) if Some(PathBuf::from(&custom)) != default_home => {
-            let out = std::process::Command::new("gpgconf")
-                .args(["--list-dirs", "socketdir"])
-                .stderr(std::process::Stdio::null())
-                .output()
-                .ok()
-                .filter(|o| o.status.success())?;
-            let dir = String::from_utf8(out.stdout).ok()?;
-            Some(PathBuf::from(dir.trim_end()))
-        }
-        _ => {
-            let runtime = std::env::var_os("XDG_RUNTIME_DIR")
-                .map(PathBuf::from)
-                .filter(|p| p.is_absolute())
-                .unwrap_or_else(|| PathBuf::from(format!("/run/user/{}", crate::sys::uid())));
-            let dir = runtime.join("gnupg");
-            if dir.is_dir() {
-                Some(dir)
-            } else {
-                default_home
-            }
-        }
-    }
 }
 
 /// Checks what a socket path is, for the report: a directory, or a socket

@@ -24,6 +24,20 @@ pub(crate) struct SockFilter {
     k: u32,
 }
 
+impl SockFilter {
+    /// An instruction; for programs built elsewhere in the crate (the
+    /// connect supervisor's filter).
+    pub(crate) const fn new(code: u16, jt: u8, jf: u8, k: u32) -> SockFilter {
+        SockFilter { code, jt, jf, k }
+    }
+
+    /// Opcode, jumps and constant, for tests that interpret a program.
+    #[cfg(test)]
+    pub(crate) fn parts(&self) -> (u16, u8, u8, u32) {
+        (self.code, self.jt, self.jf, self.k)
+    }
+}
+
 // Opcodes of <linux/bpf_common.h>.
 const LD_W_ABS: u16 = 0x20; // BPF_LD (0) | BPF_W (0) | BPF_ABS (0x20)
 const JEQ_K: u16 = 0x05 | 0x10; // BPF_JMP | BPF_JEQ | BPF_K

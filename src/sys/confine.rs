@@ -11,7 +11,9 @@ use std::process::Command;
 use std::sync::Arc;
 
 use super::landlock::RESTRICT_SELF_TSYNC;
+use super::notify::{install_listener, send_listener};
 use super::seccomp::install_seccomp_filter;
+use crate::connect::ChildHook;
 use crate::terminal::TerminalFilter;
 
 /// Sets `no_new_privs`, which `landlock_restrict_self` requires of an
@@ -33,12 +35,16 @@ pub(crate) enum RestrictError {
     Landlock(io::Error),
     /// The terminal filter's `seccomp(SECCOMP_SET_MODE_FILTER)`.
     Seccomp(io::Error),
+    /// Installing the connect supervisor's filter or sending its listener.
+    Supervisor(io::Error),
 }
 
 impl From<RestrictError> for io::Error {
     fn from(e: RestrictError) -> io::Error {
         match e {
-            RestrictError::Landlock(e) | RestrictError::Seccomp(e) => e,
+            RestrictError::Landlock(e)
+            | RestrictError::Seccomp(e)
+            | RestrictError::Supervisor(e) => e,
         }
     }
 }
@@ -49,14 +55,25 @@ impl From<RestrictError> for io::Error {
 /// Landlock is not enforced either, and the caller refuses; if Landlock
 /// then fails, the process is left with a filter that only refuses two
 /// ioctls, and the caller still refuses.
+///
+/// With `connect`, the connect supervisor's filter goes on next, and its
+/// listener is sent to the supervisor and closed here: from then on every
+/// `connect` and `bind` waits for the supervisor's answer.
 pub(crate) fn restrict_self(
     fd: &OwnedFd,
     flags: u32,
     filter: &TerminalFilter,
+    connect: Option<&ChildHook>,
 ) -> Result<(), RestrictError> {
     set_no_new_privs().map_err(RestrictError::Landlock)?;
-    install_seccomp_filter(filter.instructions(), flags & RESTRICT_SELF_TSYNC != 0)
-        .map_err(RestrictError::Seccomp)?;
+    let all_threads = flags & RESTRICT_SELF_TSYNC != 0;
+    install_seccomp_filter(filter.instructions(), all_threads).map_err(RestrictError::Seccomp)?;
+    if let Some(hook) = connect {
+        let listener = install_listener(hook.filter().instructions(), all_threads)
+            .map_err(|e| RestrictError::Supervisor(io::Error::from_raw_os_error(e)))?;
+        send_listener(hook.sender(), listener)
+            .map_err(|e| RestrictError::Supervisor(io::Error::from_raw_os_error(e)))?;
+    }
     // SAFETY: the fd is a live ruleset descriptor borrowed for the call; the
     // kernel takes a reference of its own and reads no user memory.
     let ret = unsafe { libc::syscall(libc::SYS_landlock_restrict_self, fd.as_raw_fd(), flags) };
@@ -69,8 +86,13 @@ pub(crate) fn restrict_self(
 
 /// Arranges for `cmd`'s child to enforce the ruleset `fd` and the terminal
 /// filter on itself between `fork` and `exec`. The parent stays unconfined.
-pub(crate) fn confine_before_exec(cmd: &mut Command, fd: Arc<OwnedFd>, filter: TerminalFilter) {
-    confine_before_exec_with(cmd, fd, filter, 0);
+pub(crate) fn confine_before_exec(
+    cmd: &mut Command,
+    fd: Arc<OwnedFd>,
+    filter: TerminalFilter,
+    connect: ChildHook,
+) {
+    confine_before_exec_with(cmd, fd, filter, connect, 0);
 }
 
 /// `LANDLOCK_RESTRICT_SELF_LOG_NEW_EXEC_ON` (ABI 7): keep logging refused
@@ -82,14 +104,15 @@ pub(crate) fn confine_before_exec_with(
     cmd: &mut Command,
     fd: Arc<OwnedFd>,
     filter: TerminalFilter,
+    connect: ChildHook,
     flags: u32,
 ) {
-    let hook = move || restrict_self(&fd, flags, &filter).map_err(io::Error::from);
-    // SAFETY: the hook runs in the forked child and only performs three
-    // async-signal-safe syscalls (prctl, seccomp, landlock_restrict_self)
-    // on a descriptor and a program built by the parent; building an
-    // io::Error from a raw errno does not allocate. Nothing else from the
-    // parent's state is touched.
+    let hook = move || restrict_self(&fd, flags, &filter, Some(&connect)).map_err(io::Error::from);
+    // SAFETY: the hook runs in the forked child and only performs
+    // async-signal-safe syscalls (prctl, seccomp twice, getpid, sendmsg,
+    // close, landlock_restrict_self) on descriptors and programs built by
+    // the parent; building an io::Error from a raw errno does not
+    // allocate. Nothing else from the parent's state is touched.
     unsafe {
         cmd.pre_exec(hook);
     }

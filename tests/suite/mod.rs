@@ -20,6 +20,7 @@ mod roles;
 mod routes;
 mod scenarios;
 mod simulated;
+mod supervisor;
 mod support;
 mod tripwire;
 mod vm;

@@ -72,8 +72,23 @@ pub(crate) fn report_lines(report: &Report) -> Vec<String> {
         .chain(ports)
         .chain(warnings)
         .chain(limitations)
+        .chain(std::iter::once(mediation_line(report.abi)))
         .chain(service_lines(&report.reachable_services))
         .collect()
+}
+
+/// How a confined command reaches unix sockets on this kernel.
+pub(crate) fn mediation_line(abi: u32) -> String {
+    let second = if abi >= Feature::ResolveUnix.since_abi() {
+        format!("; Landlock ABI {abi} checks pathname sockets a second time (RESOLVE_UNIX)")
+    } else {
+        String::new()
+    };
+    format!(
+        "sockets: every connect, bind and addressed sendto is decided by the connect supervisor \
+         (seccomp user notification, performed for the command): a socket listed here, one \
+         beneath the project or state directory, or one bound inside the sandbox{second}"
+    )
 }
 
 /// One line of the report: what, the stable name, the path, and the rest.

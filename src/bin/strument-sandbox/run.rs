@@ -12,7 +12,7 @@ use strument_sandbox::{
     create_missing_caches,
 };
 
-use crate::output::{report_lines, service_lines};
+use crate::output::report_lines;
 use crate::{Failure, Roots, build_policy, status};
 
 /// The flags of `run` beyond the roots and the command.
@@ -51,17 +51,13 @@ pub(crate) fn cmd_run(
     if verbose {
         print_report(prepared.report());
     } else {
-        let report = prepared.report();
-        print_warnings(report);
-        for line in service_lines(&report.reachable_services) {
-            eprintln!("strument-sandbox: {line}");
-        }
+        print_warnings(prepared.report());
     }
     let before = Snapshot::take(&prepared);
     // Blocked before the command starts, so no signal is lost in between.
     let forwarder = SignalForwarder::install()
         .map_err(|e| Failure::new(status::POLICY, format!("cannot block signals: {e}")))?;
-    let status = if options.explain_denials {
+    let (status, pid) = if options.explain_denials {
         run_explaining_denials(&prepared, &forwarder, program, args)?
     } else {
         let mut cmd = Command::new(program);
@@ -70,10 +66,16 @@ pub(crate) fn cmd_run(
         let child = forwarder
             .spawn(&mut cmd)
             .map_err(|e| cannot_run(program, &e))?;
-        forwarder
+        let pid = child.id();
+        let status = forwarder
             .wait(child)
-            .map_err(|e| Failure::new(status::POLICY, format!("waiting for the command: {e}")))?
+            .map_err(|e| Failure::new(status::POLICY, format!("waiting for the command: {e}")))?;
+        (status, pid)
     };
+    // One line a socket refused, after the command's own output.
+    for refused in prepared.refused_connects(pid) {
+        eprintln!("strument-sandbox: {refused}");
+    }
     let changes = before.changes();
     let code = exit_code(status);
     if options.json {
@@ -155,7 +157,7 @@ fn run_explaining_denials(
     forwarder: &SignalForwarder,
     program: &OsString,
     args: &[OsString],
-) -> Result<std::process::ExitStatus, Failure> {
+) -> Result<(std::process::ExitStatus, u32), Failure> {
     let audited = prepared
         .status_with_denials_forwarding(Command::new(program).args(args), forwarder)
         .map_err(|e| match e {
@@ -196,7 +198,7 @@ fn run_explaining_denials(
         _ if logged == 0 => eprintln!("strument-sandbox: no access was refused"),
         _ => {}
     }
-    Ok(audited.status)
+    Ok((audited.status, audited.command))
 }
 
 /// The shell's convention: the exit code, or 128 + the signal.

@@ -1,0 +1,321 @@
+//! The connect supervisor: the sandbox's decision on every `connect`,
+//! `bind` and addressed `sendto` a confined command makes, on every kernel
+//! with Landlock.
+//!
+//! A confined child installs, before `exec`, a seccomp filter whose
+//! listener it sends here over a socket; a thread of this process then
+//! serves that listener for the child and every process it starts. For
+//! each call it reads the address from the caller's memory, checks the
+//! call is still pending, decides by [`Rules`], and for an allowed call
+//! performs it itself on the caller's own socket (fetched with
+//! `pidfd_getfd`), answering with that call's result. It never lets the
+//! kernel continue the original call: the kernel would read the address
+//! again, after a second thread of the caller had swapped it.
+//!
+//! What the server on the other end sees as its peer (`SO_PEERCRED`) is
+//! this process: its pid, and the same user and group as the command.
+
+pub(crate) mod filter;
+mod rules;
+mod serve;
+
+use std::fmt;
+use std::io;
+use std::net::SocketAddr;
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+pub(crate) use filter::NotifyFilter;
+use rules::Bound;
+pub(crate) use rules::Rules;
+
+use crate::services::ServiceKind;
+use crate::sys;
+
+/// Where a refused connection was going.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ConnectTarget {
+    /// A pathname unix socket, as the kernel names it.
+    Path(PathBuf),
+    /// An abstract unix socket name, without its leading NUL.
+    Abstract(Vec<u8>),
+}
+
+impl fmt::Display for ConnectTarget {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ConnectTarget::Path(p) => write!(f, "{}", p.display()),
+            ConnectTarget::Abstract(name) => write!(f, "@{}", String::from_utf8_lossy(name)),
+        }
+    }
+}
+
+pub(crate) use ConnectTarget as Target;
+
+/// A connection the supervisor refused a confined command: the socket,
+/// the service behind it when known, and how many times it was tried.
+///
+/// # Examples
+///
+/// ```no_run
+/// use std::process::Command;
+/// use strument_sandbox::Policy;
+///
+/// let prepared = Policy { writable: vec!["/tmp".into()], ..Policy::default() }.prepare()?;
+/// let mut cmd = Command::new("tmux");
+/// cmd.args(["run-shell", "touch ~/pwned"]);
+/// prepared.confine(&mut cmd);
+/// let child = cmd.spawn()?;
+/// let pid = child.id();
+/// # let mut child = child;
+/// child.wait()?;
+/// for refused in prepared.refused_connects(pid) {
+///     eprintln!("{refused}");
+/// }
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RefusedConnect {
+    /// The pid of the confined command whose process tree tried it.
+    pub command: u32,
+    /// Where it was going.
+    pub target: ConnectTarget,
+    /// The service known to listen there.
+    pub service: Option<ServiceKind>,
+    /// How many times it was tried.
+    pub attempts: u32,
+}
+
+impl RefusedConnect {
+    fn new(command: i32, target: ConnectTarget) -> RefusedConnect {
+        let service = match &target {
+            ConnectTarget::Path(p) => crate::services::service_at(p),
+            ConnectTarget::Abstract(name) => {
+                crate::services::service_at(Path::new(std::ffi::OsStr::from_bytes(name)))
+            }
+        };
+        RefusedConnect {
+            command: command as u32,
+            target,
+            service,
+            attempts: 1,
+        }
+    }
+
+    /// The `strument-sandbox run` option that would allow it; `None` for
+    /// an abstract name, reachable only when bound inside the sandbox.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # fn f(r: &strument_sandbox::RefusedConnect) {
+    /// if let Some(option) = r.allow_with() {
+    ///     println!("to allow it: {option}");
+    /// }
+    /// # }
+    /// ```
+    #[must_use]
+    pub fn allow_with(&self) -> Option<String> {
+        match &self.target {
+            ConnectTarget::Path(p) => Some(format!("--allow-socket {}", p.display())),
+            ConnectTarget::Abstract(_) => None,
+        }
+    }
+}
+
+impl fmt::Display for RefusedConnect {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "refused a connection to ")?;
+        match self.service {
+            Some(kind) => write!(
+                f,
+                "{} at {} (it {})",
+                kind.name(),
+                self.target,
+                kind.allows()
+            )?,
+            None => write!(f, "{}", self.target)?,
+        }
+        if self.attempts > 1 {
+            write!(f, ", {} times", self.attempts)?;
+        }
+        match self.allow_with() {
+            Some(option) => write!(f, "; to allow it: {option}"),
+            None => write!(
+                f,
+                "; abstract names are reachable only when bound inside the sandbox"
+            ),
+        }
+    }
+}
+
+/// State shared by every thread of one supervisor.
+pub(crate) struct Shared {
+    rules: Rules,
+    bound: Mutex<Bound>,
+    refused: Mutex<Vec<RefusedConnect>>,
+}
+
+impl Shared {
+    fn record(&self, refused: RefusedConnect) {
+        let Ok(mut list) = self.refused.lock() else {
+            return;
+        };
+        match list
+            .iter_mut()
+            .find(|r| r.command == refused.command && r.target == refused.target)
+        {
+            Some(same) => same.attempts = same.attempts.saturating_add(1),
+            None => list.push(refused),
+        }
+    }
+
+    /// Records the socket file a performed bind made: `name` in `dir`,
+    /// looked up without following a symlink.
+    fn learn_file(&self, dir: &std::fs::File, name: &Path) {
+        let path = PathBuf::from(format!("/proc/self/fd/{}", dir.as_raw_fd())).join(name);
+        let Ok(file) = std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_PATH | libc::O_NOFOLLOW | libc::O_CLOEXEC)
+            .open(path)
+        else {
+            return;
+        };
+        if let (Ok(meta), Ok(mut bound)) = (file.metadata(), self.bound.lock()) {
+            bound.files.insert((meta.dev(), meta.ino()));
+        }
+    }
+
+    /// Records the address a performed bind gave a socket: an abstract
+    /// name (also one the kernel chose), or an IP address and port.
+    fn learn_address(&self, local: &[u8]) {
+        let Ok(mut bound) = self.bound.lock() else {
+            return;
+        };
+        let family = local
+            .get(..2)
+            .and_then(|f| f.try_into().ok())
+            .map(|f| i32::from(u16::from_ne_bytes(f)));
+        if family == Some(libc::AF_UNIX) && local.get(2) == Some(&0) {
+            bound.abstract_names.insert(local[3..].to_vec());
+        } else if let Some(addr) = inet(local) {
+            bound.inet.push(addr);
+        }
+    }
+}
+
+fn inet(local: &[u8]) -> Option<SocketAddr> {
+    let family = i32::from(u16::from_ne_bytes(local.get(..2)?.try_into().ok()?));
+    let port = u16::from_be_bytes(local.get(2..4)?.try_into().ok()?);
+    let ip: std::net::IpAddr = if family == libc::AF_INET {
+        <[u8; 4]>::try_from(local.get(4..8)?).ok()?.into()
+    } else if family == libc::AF_INET6 {
+        <[u8; 16]>::try_from(local.get(8..24)?).ok()?.into()
+    } else {
+        return None;
+    };
+    Some(SocketAddr::new(ip, port))
+}
+
+/// What a child needs to hand its listener over: the program and the
+/// sending end of the supervisor's socket.
+#[derive(Debug, Clone)]
+pub(crate) struct ChildHook {
+    filter: NotifyFilter,
+    sender: Arc<OwnedFd>,
+}
+
+impl ChildHook {
+    /// The seccomp program.
+    pub(crate) fn filter(&self) -> &NotifyFilter {
+        &self.filter
+    }
+
+    /// The socket to send the listener over.
+    pub(crate) fn sender(&self) -> RawFd {
+        self.sender.as_raw_fd()
+    }
+}
+
+/// One supervisor: a thread that takes listeners from confined children,
+/// and a thread serving each listener until no process uses it.
+pub(crate) struct Supervisor {
+    hook: ChildHook,
+    shared: Arc<Shared>,
+}
+
+impl fmt::Debug for Supervisor {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Supervisor").finish_non_exhaustive()
+    }
+}
+
+impl Supervisor {
+    /// Starts the thread that receives listeners.
+    ///
+    /// # Errors
+    ///
+    /// When the architecture has no filter, the socket pair cannot be made
+    /// or the thread cannot start.
+    pub(crate) fn start(rules: Rules) -> io::Result<Supervisor> {
+        let filter = NotifyFilter::new().ok_or_else(|| {
+            io::Error::new(
+                io::ErrorKind::Unsupported,
+                format!(
+                    "no seccomp program for this architecture ({})",
+                    std::env::consts::ARCH
+                ),
+            )
+        })?;
+        let (receiver, sender) = sys::seqpacket_pair()?;
+        let shared = Arc::new(Shared {
+            rules,
+            bound: Mutex::new(Bound::default()),
+            refused: Mutex::new(Vec::new()),
+        });
+        let for_thread = Arc::clone(&shared);
+        std::thread::Builder::new()
+            .name("strument-connect".into())
+            .spawn(move || accept(&receiver, &for_thread))?;
+        Ok(Supervisor {
+            hook: ChildHook {
+                filter,
+                sender: Arc::new(sender),
+            },
+            shared,
+        })
+    }
+
+    /// What a child installs and where it sends its listener.
+    pub(crate) fn hook(&self) -> ChildHook {
+        self.hook.clone()
+    }
+
+    /// Takes the refusals recorded for the command with pid `command`.
+    pub(crate) fn take_refused(&self, command: u32) -> Vec<RefusedConnect> {
+        let Ok(mut list) = self.shared.refused.lock() else {
+            return Vec::new();
+        };
+        let (mine, rest) = list.drain(..).partition(|r| r.command == command);
+        *list = rest;
+        mine
+    }
+}
+
+/// Receives listeners until every sending end is closed; each gets a
+/// thread of its own, so a call that waits stalls no other command.
+fn accept(receiver: &OwnedFd, shared: &Arc<Shared>) {
+    while let Ok(Some((listener, command))) = sys::recv_listener(receiver) {
+        let shared = Arc::clone(shared);
+        let started = std::thread::Builder::new()
+            .name(format!("strument-connect-{command}"))
+            .spawn(move || serve::serve(listener, command, shared));
+        // Without a thread the listener is dropped: the command's
+        // notified calls then fail with ENOSYS, never pass unchecked.
+        drop(started);
+    }
+}

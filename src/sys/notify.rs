@@ -1,0 +1,432 @@
+//! Seccomp user notification and what the connect supervisor does with a
+//! notification: the listener's ioctls, passing it over a socket, reading
+//! a child's memory and descriptors, and the socket calls performed for it.
+//!
+//! The functions the child calls between `fork` and `exec`
+//! ([`install_listener`], [`send_listener`]) are async-signal-safe: raw
+//! syscalls on memory the parent built, no allocation.
+
+use std::io;
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd, RawFd};
+
+use crate::terminal::SockFilter;
+
+/// `SECCOMP_SET_MODE_FILTER` of `<linux/seccomp.h>`.
+const SECCOMP_SET_MODE_FILTER: libc::c_uint = 1;
+
+/// `struct sock_fprog` of `<linux/filter.h>`.
+#[repr(C)]
+struct SockFprog {
+    len: libc::c_ushort,
+    filter: *const SockFilter,
+}
+
+fn cvt(ret: libc::c_long) -> io::Result<libc::c_long> {
+    if ret < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(ret)
+    }
+}
+
+/// Installs `program` with `SECCOMP_FILTER_FLAG_NEW_LISTENER` and returns
+/// the listener's raw descriptor, or the errno. With `all_threads`, on
+/// every thread: TSYNC and NEW_LISTENER together need `TSYNC_ESRCH`
+/// (Linux 5.7), since both would otherwise answer with a positive number.
+/// Async-signal-safe.
+pub(crate) fn install_listener(program: &[SockFilter], all_threads: bool) -> Result<RawFd, i32> {
+    let Ok(len) = libc::c_ushort::try_from(program.len()) else {
+        return Err(libc::EINVAL);
+    };
+    let prog = SockFprog {
+        len,
+        filter: program.as_ptr(),
+    };
+    let mut flags = libc::SECCOMP_FILTER_FLAG_NEW_LISTENER;
+    if all_threads {
+        flags |= libc::SECCOMP_FILTER_FLAG_TSYNC | libc::SECCOMP_FILTER_FLAG_TSYNC_ESRCH;
+    }
+    // WAIT_KILLABLE_RECV (Linux 5.19): once the supervisor has received a
+    // call, a signal no longer interrupts and restarts it, which would
+    // repeat a connect already performed. Older kernels refuse the flag.
+    let ret = match seccomp_filter(&prog, flags | libc::SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV) {
+        Err(libc::EINVAL) => seccomp_filter(&prog, flags),
+        other => other,
+    };
+    ret.and_then(|fd| RawFd::try_from(fd).map_err(|_| libc::EBADF))
+}
+
+fn seccomp_filter(prog: &SockFprog, flags: libc::c_ulong) -> Result<libc::c_long, i32> {
+    // SAFETY: `prog` points at initialised instructions that outlive the
+    // call; the kernel copies the program and keeps no pointer to it.
+    let ret = unsafe { libc::syscall(libc::SYS_seccomp, SECCOMP_SET_MODE_FILTER, flags, prog) };
+    if ret < 0 { Err(errno()) } else { Ok(ret) }
+}
+
+fn errno() -> i32 {
+    io::Error::last_os_error()
+        .raw_os_error()
+        .unwrap_or(libc::EIO)
+}
+
+/// A `SOCK_SEQPACKET` pair, both ends close-on-exec: listeners travel from
+/// children to the supervisor over it, one message each.
+pub(crate) fn seqpacket_pair() -> io::Result<(OwnedFd, OwnedFd)> {
+    let mut fds = [0 as RawFd; 2];
+    // SAFETY: `fds` has room for the two descriptors the kernel writes.
+    let ret = unsafe {
+        libc::socketpair(
+            libc::AF_UNIX,
+            libc::SOCK_SEQPACKET | libc::SOCK_CLOEXEC,
+            0,
+            fds.as_mut_ptr(),
+        )
+    };
+    if ret < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: both descriptors were just created and are owned by nobody else.
+    Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
+}
+
+/// Room for one descriptor in a control message, 8-byte aligned.
+#[repr(C, align(8))]
+struct OneFdControl([u8; 24]);
+
+/// Sends `fd` and the caller's pid over `socket`, then closes `fd`.
+/// Async-signal-safe: used between `fork` and `exec`.
+pub(crate) fn send_listener(socket: RawFd, fd: RawFd) -> Result<(), i32> {
+    // SAFETY: getpid takes no arguments.
+    let pid = unsafe { libc::getpid() };
+    let mut payload = pid.to_ne_bytes();
+    let mut iov = libc::iovec {
+        iov_base: payload.as_mut_ptr().cast(),
+        iov_len: payload.len(),
+    };
+    let mut control = OneFdControl([0; 24]);
+    // SAFETY: msghdr is plain data, valid when zeroed.
+    let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
+    msg.msg_iov = &raw mut iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = control.0.as_mut_ptr().cast();
+    // SAFETY: CMSG_SPACE only computes a size.
+    msg.msg_controllen = unsafe { libc::CMSG_SPACE(size_of::<RawFd>() as u32) } as _;
+    // SAFETY: the control buffer holds CMSG_SPACE(one fd) bytes, aligned,
+    // so the first header and its data lie inside it.
+    unsafe {
+        let cmsg = libc::CMSG_FIRSTHDR(&raw const msg);
+        (*cmsg).cmsg_level = libc::SOL_SOCKET;
+        (*cmsg).cmsg_type = libc::SCM_RIGHTS;
+        (*cmsg).cmsg_len = libc::CMSG_LEN(size_of::<RawFd>() as u32) as _;
+        std::ptr::write_unaligned(libc::CMSG_DATA(cmsg).cast::<RawFd>(), fd);
+    }
+    // SAFETY: `msg` and everything it points at are live for the call.
+    let ret = unsafe { libc::sendmsg(socket, &raw const msg, libc::MSG_NOSIGNAL) };
+    let result = if ret < 0 { Err(errno()) } else { Ok(()) };
+    // SAFETY: `fd` is the listener this child created and owns alone.
+    unsafe { libc::close(fd) };
+    result
+}
+
+/// Receives one listener and the pid that sent it; `None` once every
+/// sending end is closed.
+pub(crate) fn recv_listener(socket: &OwnedFd) -> io::Result<Option<(OwnedFd, i32)>> {
+    let mut payload = [0u8; 4];
+    let mut iov = libc::iovec {
+        iov_base: payload.as_mut_ptr().cast(),
+        iov_len: payload.len(),
+    };
+    let mut control = OneFdControl([0; 24]);
+    // SAFETY: msghdr is plain data, valid when zeroed.
+    let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
+    msg.msg_iov = &raw mut iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = control.0.as_mut_ptr().cast();
+    msg.msg_controllen = control.0.len() as _;
+    let n = loop {
+        // SAFETY: `msg` and its buffers are live and writable for the call.
+        let n = unsafe { libc::recvmsg(socket.as_raw_fd(), &raw mut msg, libc::MSG_CMSG_CLOEXEC) };
+        if n >= 0 {
+            break n;
+        }
+        let e = io::Error::last_os_error();
+        if e.raw_os_error() != Some(libc::EINTR) {
+            return Err(e);
+        }
+    };
+    if n == 0 {
+        return Ok(None);
+    }
+    // SAFETY: the kernel filled `msg`; CMSG_FIRSTHDR checks controllen.
+    let cmsg = unsafe { libc::CMSG_FIRSTHDR(&raw const msg) };
+    // SAFETY: a non-null header lies inside `control`; its data holds
+    // one descriptor when it is SCM_RIGHTS of that length.
+    let fd = unsafe {
+        if cmsg.is_null()
+            || (*cmsg).cmsg_level != libc::SOL_SOCKET
+            || (*cmsg).cmsg_type != libc::SCM_RIGHTS
+        {
+            return Err(io::Error::from_raw_os_error(libc::EBADMSG));
+        }
+        std::ptr::read_unaligned(libc::CMSG_DATA(cmsg).cast::<RawFd>())
+    };
+    // SAFETY: the descriptor was just received and is owned by nobody else.
+    let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+    Ok(Some((fd, i32::from_ne_bytes(payload))))
+}
+
+/// What `poll` found on a listener.
+pub(crate) enum Ready {
+    /// A notification waits.
+    Notification,
+    /// No task uses the filter any more.
+    Gone,
+}
+
+/// Waits for a notification on `listener`.
+pub(crate) fn wait_notification(listener: &OwnedFd) -> io::Result<Ready> {
+    let mut pfd = libc::pollfd {
+        fd: listener.as_raw_fd(),
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    loop {
+        // SAFETY: one valid pollfd.
+        let ret = unsafe { libc::poll(&raw mut pfd, 1, -1) };
+        if ret < 0 {
+            let e = io::Error::last_os_error();
+            if e.raw_os_error() == Some(libc::EINTR) {
+                continue;
+            }
+            return Err(e);
+        }
+        if pfd.revents & libc::POLLIN != 0 {
+            return Ok(Ready::Notification);
+        }
+        if pfd.revents & (libc::POLLHUP | libc::POLLERR | libc::POLLNVAL) != 0 {
+            return Ok(Ready::Gone);
+        }
+    }
+}
+
+/// One notification: the syscall a confined thread is blocked in.
+pub(crate) type Notification = libc::seccomp_notif;
+
+/// `SECCOMP_IOCTL_NOTIF_RECV`. `ENOENT` when the task went away between
+/// poll and receive.
+pub(crate) fn recv_notification(listener: &OwnedFd) -> io::Result<Notification> {
+    // SAFETY: the kernel requires the struct zeroed; it is plain data.
+    let mut notif: libc::seccomp_notif = unsafe { std::mem::zeroed() };
+    // SAFETY: `notif` is a writable seccomp_notif for the ioctl.
+    let ret = unsafe {
+        libc::ioctl(
+            listener.as_raw_fd(),
+            libc::SECCOMP_IOCTL_NOTIF_RECV,
+            &raw mut notif,
+        )
+    };
+    cvt(ret.into())?;
+    Ok(notif)
+}
+
+/// `SECCOMP_IOCTL_NOTIF_SEND`: the blocked syscall returns `val`, or fails
+/// with `errno` when it is not zero. Never `FLAG_CONTINUE`.
+pub(crate) fn answer(listener: &OwnedFd, id: u64, val: i64, errno: i32) -> io::Result<()> {
+    let resp = libc::seccomp_notif_resp {
+        id,
+        val,
+        error: -errno,
+        flags: 0,
+    };
+    // SAFETY: `resp` is a valid seccomp_notif_resp the kernel only reads.
+    let ret = unsafe {
+        libc::ioctl(
+            listener.as_raw_fd(),
+            libc::SECCOMP_IOCTL_NOTIF_SEND,
+            &raw const resp,
+        )
+    };
+    cvt(ret.into()).map(drop)
+}
+
+/// `SECCOMP_IOCTL_NOTIF_ID_VALID`: whether the thread is still blocked in
+/// notification `id`, so that what was read from it (memory, descriptors,
+/// its pid) was read from that thread.
+pub(crate) fn still_waiting(listener: &OwnedFd, id: u64) -> bool {
+    // SAFETY: the kernel reads one u64.
+    let ret = unsafe {
+        libc::ioctl(
+            listener.as_raw_fd(),
+            libc::SECCOMP_IOCTL_NOTIF_ID_VALID,
+            &raw const id,
+        )
+    };
+    ret == 0
+}
+
+/// `pidfd_open(pid, 0)`.
+pub(crate) fn pidfd_open(pid: i32) -> io::Result<OwnedFd> {
+    // SAFETY: integers only.
+    let fd = cvt(unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) })?;
+    // SAFETY: a new descriptor owned by nobody else.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd as RawFd) })
+}
+
+/// `pidfd_getfd(pidfd, fd, 0)`: a duplicate of another process's
+/// descriptor, sharing its open file description (and so its flags).
+pub(crate) fn pidfd_getfd(pidfd: &OwnedFd, fd: i32) -> io::Result<OwnedFd> {
+    // SAFETY: integers only.
+    let new = cvt(unsafe { libc::syscall(libc::SYS_pidfd_getfd, pidfd.as_raw_fd(), fd, 0) })?;
+    // SAFETY: a new descriptor owned by nobody else.
+    Ok(unsafe { OwnedFd::from_raw_fd(new as RawFd) })
+}
+
+/// Reads `buf.len()` bytes at `addr` in thread `tid`'s memory; returns how
+/// many were read.
+pub(crate) fn read_memory(tid: i32, addr: u64, buf: &mut [u8]) -> io::Result<usize> {
+    if buf.is_empty() {
+        return Ok(0);
+    }
+    let local = libc::iovec {
+        iov_base: buf.as_mut_ptr().cast(),
+        iov_len: buf.len(),
+    };
+    let remote = libc::iovec {
+        iov_base: addr as usize as *mut libc::c_void,
+        iov_len: buf.len(),
+    };
+    // SAFETY: `local` is our writable buffer; `remote` is only read by the
+    // kernel, in the other process, with its permission checks.
+    let n = unsafe { libc::process_vm_readv(tid, &raw const local, 1, &raw const remote, 1, 0) };
+    if n < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(n as usize)
+    }
+}
+
+/// A socket address as bytes, handed to the kernel unchanged.
+fn with_addr<T>(addr: &[u8], f: impl FnOnce(*const libc::sockaddr, libc::socklen_t) -> T) -> T {
+    // Copied into storage so the kernel sees an aligned sockaddr.
+    // SAFETY: sockaddr_storage is plain data, valid when zeroed.
+    let mut storage: libc::sockaddr_storage = unsafe { std::mem::zeroed() };
+    let len = addr.len().min(size_of::<libc::sockaddr_storage>());
+    // SAFETY: `len` bytes fit in both.
+    unsafe {
+        std::ptr::copy_nonoverlapping(addr.as_ptr(), (&raw mut storage).cast::<u8>(), len);
+    }
+    f((&raw const storage).cast(), len as libc::socklen_t)
+}
+
+/// `connect(fd, addr)`.
+pub(crate) fn connect(fd: BorrowedFd<'_>, addr: &[u8]) -> io::Result<()> {
+    // SAFETY: a valid address of the given length.
+    let ret = with_addr(addr, |a, len| unsafe {
+        libc::connect(fd.as_raw_fd(), a, len)
+    });
+    if ret < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(())
+    }
+}
+
+/// `bind(fd, addr)`.
+pub(crate) fn bind(fd: BorrowedFd<'_>, addr: &[u8]) -> io::Result<()> {
+    // SAFETY: a valid address of the given length.
+    let ret = with_addr(addr, |a, len| unsafe { libc::bind(fd.as_raw_fd(), a, len) });
+    if ret < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(())
+    }
+}
+
+/// `sendto(fd, data, flags, addr)`; returns the bytes sent.
+pub(crate) fn sendto(
+    fd: BorrowedFd<'_>,
+    data: &[u8],
+    flags: i32,
+    addr: &[u8],
+) -> io::Result<usize> {
+    let ret = with_addr(addr, |a, len| {
+        // SAFETY: `data` is readable for its length; a valid address.
+        unsafe {
+            libc::sendto(
+                fd.as_raw_fd(),
+                data.as_ptr().cast(),
+                data.len(),
+                flags,
+                a,
+                len,
+            )
+        }
+    });
+    if ret < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(ret as usize)
+    }
+}
+
+/// `getsockname(fd)`, as bytes.
+pub(crate) fn local_address(fd: BorrowedFd<'_>) -> io::Result<Vec<u8>> {
+    // SAFETY: plain data, valid when zeroed.
+    let mut storage: libc::sockaddr_storage = unsafe { std::mem::zeroed() };
+    let mut len = size_of::<libc::sockaddr_storage>() as libc::socklen_t;
+    // SAFETY: `storage` has room for `len` bytes; the kernel updates `len`.
+    let ret = unsafe { libc::getsockname(fd.as_raw_fd(), (&raw mut storage).cast(), &raw mut len) };
+    if ret < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    let len = (len as usize).min(size_of::<libc::sockaddr_storage>());
+    // SAFETY: the kernel wrote `len` bytes of `storage`.
+    let bytes = unsafe { std::slice::from_raw_parts((&raw const storage).cast::<u8>(), len) };
+    Ok(bytes.to_vec())
+}
+
+/// `SO_TYPE` of a socket: `SOCK_STREAM`, `SOCK_DGRAM`, `SOCK_SEQPACKET`.
+pub(crate) fn socket_type(fd: BorrowedFd<'_>) -> io::Result<i32> {
+    let mut value: libc::c_int = 0;
+    let mut len = size_of::<libc::c_int>() as libc::socklen_t;
+    // SAFETY: `value` has room for an int; the kernel updates `len`.
+    let ret = unsafe {
+        libc::getsockopt(
+            fd.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_TYPE,
+            (&raw mut value).cast(),
+            &raw mut len,
+        )
+    };
+    if ret < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(value)
+    }
+}
+
+/// Whether any socket of `kind` is bound to the unix address `addr` now:
+/// a fresh socket is bound to it and closed at once (`EADDRINUSE` says
+/// someone has it). Binding has no effect on whoever owns the name.
+pub(crate) fn unix_address_taken(kind: i32, addr: &[u8]) -> bool {
+    // SAFETY: integers only.
+    let fd = unsafe { libc::socket(libc::AF_UNIX, kind | libc::SOCK_CLOEXEC, 0) };
+    if fd < 0 {
+        return true;
+    }
+    // SAFETY: a new descriptor owned by nobody else.
+    let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+    matches!(bind(fd.as_fd(), addr), Err(e) if e.raw_os_error() == Some(libc::EADDRINUSE))
+}
+
+/// Whether the open file description of `fd` is non-blocking.
+pub(crate) fn is_nonblocking(fd: BorrowedFd<'_>) -> io::Result<bool> {
+    // SAFETY: F_GETFL takes no pointer.
+    let flags = unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_GETFL) };
+    if flags < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(flags & libc::O_NONBLOCK != 0)
+    }
+}
