@@ -10,9 +10,6 @@
 //! an address of this machine is reached only on a port bound inside the
 //! same sandbox or named by the policy ([`LocalPort`]).
 
-// The decision is called by the connect supervisor (src/connect/).
-#![cfg_attr(not(test), allow(dead_code))]
-
 use std::fmt;
 use std::io;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
@@ -555,6 +552,21 @@ pub(crate) struct LocalNet {
     bound: Mutex<Vec<(SocketAddr, Transport)>>,
 }
 
+/// Nothing named, and this machine's addresses read at every question
+/// loopback alone cannot answer: a supervisor always has [`LocalNet::new`].
+impl Default for LocalNet {
+    fn default() -> LocalNet {
+        LocalNet {
+            addresses: Mutex::new(LocalAddresses {
+                prefixes: Vec::new(),
+                changes: None,
+            }),
+            named: Vec::new(),
+            bound: Mutex::new(Vec::new()),
+        }
+    }
+}
+
 impl LocalNet {
     /// Reads this machine's addresses; `named` are the policy's ports.
     pub(crate) fn new(named: Vec<LocalPort>) -> LocalNet {
@@ -642,21 +654,31 @@ impl fmt::Display for Listener {
 /// The most `/proc/PID/fd` entries looked at for a refusal's listener.
 const MAX_FDS_SCANNED: usize = 100_000;
 
-/// Finds the socket listening on `to` over `transport`, and the process
-/// holding it. Only for a refusal: it reads `/proc/net` and then scans
-/// descriptors, bounded by [`MAX_FDS_SCANNED`].
-pub(crate) fn find_listener(to: SocketAddr, transport: Transport) -> Option<Listener> {
+/// Whether a socket listens on `to` over `transport` (`/proc/net`).
+pub(crate) fn listening(to: SocketAddr, transport: Transport) -> bool {
+    listening_owner(to, transport).is_some()
+}
+
+/// The owner and inode of the socket listening on `to` over `transport`.
+fn listening_owner(to: SocketAddr, transport: Transport) -> Option<(u32, u64)> {
     let (tables, listening): (&[&str], Option<&str>) = match transport {
         Transport::Tcp => (&["/proc/net/tcp", "/proc/net/tcp6"], Some("0A")),
         Transport::Udp => (&["/proc/net/udp", "/proc/net/udp6"], None),
         _ => return None,
     };
-    let (uid, inode) = tables.iter().find_map(|table| {
+    tables.iter().find_map(|table| {
         let text = std::fs::read_to_string(table).ok()?;
         text.lines()
             .skip(1)
             .find_map(|line| listening_socket(line, to, listening))
-    })?;
+    })
+}
+
+/// Finds the socket listening on `to` over `transport`, and the process
+/// holding it. Only for a refusal: it reads `/proc/net` and then scans
+/// descriptors, bounded by [`MAX_FDS_SCANNED`].
+pub(crate) fn find_listener(to: SocketAddr, transport: Transport) -> Option<Listener> {
+    let (uid, inode) = listening_owner(to, transport)?;
     let (pid, name) = match holder(inode) {
         Some((pid, name)) => (Some(pid), Some(name)),
         None => (None, None),

@@ -15,7 +15,7 @@ use crate::connect::{Rules, Supervisor};
 
 use crate::error::{ApplyError, PolicyError};
 use crate::git::{COMMON_DIR_PARTS, COMMON_DIR_REFTABLE, is_git_dir, points_back};
-use crate::local_net::LocalPort;
+use crate::local_net::{LocalNet, LocalPort};
 use crate::prepared::Prepared;
 use crate::probe::{Availability, probe};
 use crate::report::{Granted, Report, RootKind, SkipReason, Skipped, Warning};
@@ -243,7 +243,9 @@ impl Policy {
                 }
             })?;
         }
-        let supervisor = Supervisor::start(connect_rules(&open)).map_err(ApplyError::Supervisor)?;
+        let mut rules = connect_rules(&open);
+        rules.net = Arc::new(LocalNet::new(self.local_ports.clone()));
+        let supervisor = Supervisor::start(rules).map_err(ApplyError::Supervisor)?;
         Ok(Prepared::new(
             report,
             availability,

@@ -15,6 +15,7 @@ use std::sync::Arc;
 use super::filter::{self, Call};
 use super::rules::{Destination, Verdict};
 use super::{RefusedConnect, Shared, Target};
+use crate::local_net::{self, Transport};
 use crate::sys;
 
 /// The most of a `sendto` buffer copied: a datagram larger than this is
@@ -173,7 +174,7 @@ fn prepare(
         }
         (_, Some(Unix::Abstract(name))) => Destination::Abstract(name),
         (_, Some(Unix::Unnamed)) | (_, None) => match parse_inet(&work.address) {
-            Some(inet) => Destination::Inet(inet),
+            Some(inet) => Destination::Inet(inet, transport_of(&work.socket)),
             None => Destination::Other,
         },
     };
@@ -198,6 +199,18 @@ fn prepare(
                     return Err(libc::ECONNREFUSED);
                 }
                 (Target::Abstract(name), libc::EPERM)
+            }
+            Destination::Inet(address, transport) => {
+                // A port nobody listens on is refused the way the kernel
+                // refuses it: a client waiting for a server it started
+                // itself retries on ECONNREFUSED, not on EACCES.
+                if transport == Transport::Tcp
+                    && call == Call::Connect
+                    && !local_net::listening(address, transport)
+                {
+                    return Err(libc::ECONNREFUSED);
+                }
+                (Target::Port { address, transport }, libc::EACCES)
             }
             _ => return Err(libc::EACCES),
         };
@@ -231,7 +244,7 @@ impl Work {
         }
         if outcome.is_ok() && self.call == Call::Bind && self.bind_into.is_none() {
             if let Ok(local) = sys::local_address(self.socket.as_fd()) {
-                shared.learn_address(&local);
+                shared.learn_address(&local, transport_of(&self.socket));
             }
         }
         respond(listener, id, outcome);
@@ -277,6 +290,11 @@ impl Work {
         };
         result.map_err(|e| errno_of(&e))
     }
+}
+
+/// The transport of an IPv4 or IPv6 socket, by its protocol.
+fn transport_of(socket: &OwnedFd) -> Transport {
+    Transport::from_protocol(sys::socket_protocol(socket.as_fd()).unwrap_or(0))
 }
 
 fn respond(listener: &OwnedFd, id: u64, outcome: Outcome) {

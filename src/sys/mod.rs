@@ -5,6 +5,7 @@
 
 mod audit;
 mod confine;
+mod inet;
 mod landlock;
 mod netlink;
 mod notify;
@@ -14,6 +15,7 @@ mod signal;
 
 pub(crate) use audit::*;
 pub(crate) use confine::*;
+pub(crate) use inet::*;
 pub(crate) use landlock::*;
 pub(crate) use netlink::*;
 pub(crate) use notify::*;
