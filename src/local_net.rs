@@ -587,13 +587,14 @@ impl LocalNet {
         }
     }
 
+    /// Whether `ip` is an address of this machine.
+    pub(crate) fn is_local(&self, ip: IpAddr) -> bool {
+        self.addresses.lock().map_or(true, |mut a| a.contains(ip))
+    }
+
     /// Whether a `connect` or `sendto` over `transport` to `to` may go.
     pub(crate) fn reach(&self, to: SocketAddr, transport: Transport) -> Reach {
-        let local = self
-            .addresses
-            .lock()
-            .map_or(true, |mut a| a.contains(to.ip()));
-        if !local {
+        if !self.is_local(to.ip()) {
             return Reach::OtherHost;
         }
         if transport == Transport::Ping {

@@ -172,7 +172,9 @@ mod tests {
         // hosts pass.
         let ssh = Destination::Inet("127.0.0.1:22".parse().unwrap(), Transport::Tcp);
         assert_eq!(rules.connect(&ssh, &bound), Verdict::Refuse);
-        rules.net.bound("0.0.0.0:22".parse().unwrap(), Transport::Tcp);
+        rules
+            .net
+            .bound("0.0.0.0:22".parse().unwrap(), Transport::Tcp);
         assert_eq!(rules.connect(&ssh, &bound), Verdict::Allow);
         let web = Destination::Inet("192.0.2.80:443".parse().unwrap(), Transport::Tcp);
         assert_eq!(rules.connect(&web, &bound), Verdict::Allow);

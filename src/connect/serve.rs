@@ -74,6 +74,10 @@ struct Work {
     bind_into: Option<(File, PathBuf)>,
     data: Vec<u8>,
     flags: i32,
+    /// A UDP socket sending to this machine: the port the kernel gives it
+    /// on the way is learnt as bound inside, so that a server of the
+    /// sandbox can answer it.
+    udp_local: bool,
 }
 
 /// Reads the call's address (and data) from the thread, fetches its
@@ -130,6 +134,7 @@ fn prepare(
         bind_into: None,
         data,
         flags,
+        udp_local: false,
     };
     let destination = match (call, unix) {
         (Call::Bind, Some(Unix::Path(path))) => {
@@ -174,7 +179,12 @@ fn prepare(
         }
         (_, Some(Unix::Abstract(name))) => Destination::Abstract(name),
         (_, Some(Unix::Unnamed)) | (_, None) => match parse_inet(&work.address) {
-            Some(inet) => Destination::Inet(inet, transport_of(&work.socket)),
+            Some(inet) => {
+                let transport = transport_of(&work.socket);
+                work.udp_local =
+                    transport == Transport::Udp && shared.rules.net.is_local(inet.ip());
+                Destination::Inet(inet, transport)
+            }
             None => Destination::Other,
         },
     };
@@ -242,6 +252,11 @@ impl Work {
         if let (Ok(_), Some((dir, name))) = (&outcome, &self.bind_into) {
             shared.learn_file(dir, name);
         }
+        if outcome.is_ok() && self.udp_local {
+            if let Ok(local) = sys::local_address(self.socket.as_fd()) {
+                shared.learn_address(&local, Transport::Udp);
+            }
+        }
         if outcome.is_ok() && self.call == Call::Bind && self.bind_into.is_none() {
             if let Ok(local) = sys::local_address(self.socket.as_fd()) {
                 shared.learn_address(&local, transport_of(&self.socket));
@@ -253,7 +268,8 @@ impl Work {
     /// Whether performing this may wait: a blocking socket connecting to
     /// another host, or sending (tried without waiting first).
     fn may_block(&self) -> bool {
-        let blocking = !sys::is_nonblocking(self.socket.as_fd()).unwrap_or(true);
+        // A UDP connect only names the peer: it never waits.
+        let blocking = !self.udp_local && !sys::is_nonblocking(self.socket.as_fd()).unwrap_or(true);
         blocking
             && match self.call {
                 Call::Connect => parse_inet(&self.address).is_some_and(|a| !a.ip().is_loopback()),
@@ -312,11 +328,12 @@ fn read_exactly(tid: i32, at: u64, buf: &mut [u8]) -> Result<(), i32> {
     }
 }
 
-/// A pidfd for the process thread `tid` belongs to: `pidfd_open` takes
-/// only a thread-group leader before Linux 6.9.
+/// A pidfd for the process thread `tid` belongs to: `pidfd_open` without
+/// `PIDFD_THREAD` takes only a thread-group leader, and answers any other
+/// thread with `EINVAL` (`ENOENT` on 6.18).
 fn open_process(tid: i32) -> io::Result<OwnedFd> {
     match sys::pidfd_open(tid) {
-        Err(e) if e.raw_os_error() == Some(libc::EINVAL) => {
+        Err(e) if matches!(e.raw_os_error(), Some(libc::EINVAL | libc::ENOENT)) => {
             let status = std::fs::read_to_string(format!("/proc/{tid}/status"))?;
             let tgid = status
                 .lines()
