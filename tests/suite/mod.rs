@@ -5,7 +5,9 @@
 //! tests/scenarios/scenarios.sh on this kernel (Landlock, go, crates.io);
 //! `tripwire` runs commands confined (Landlock); `vm` boots Debian's kernels
 //! of every Landlock generation under qemu; `container` runs the scenarios in
-//! podman containers (root, podman, runc, Landlock); `simulated`, `cli` and
+//! podman containers (root, podman, runc, Landlock); `local_net` runs commands
+//! next to services on this machine's addresses (Landlock, python3, sshd,
+//! pypi.org); `simulated`, `cli` and
 //! `writable` run anywhere.
 
 mod capped;
@@ -14,6 +16,7 @@ mod container;
 mod denials;
 mod deputies;
 mod kernel;
+mod local_net;
 mod network;
 mod props;
 mod roles;
