@@ -325,8 +325,18 @@ fn free_port() -> u16 {
     probe.local_addr().expect("its address").port()
 }
 
-/// An ssh-agent holding `key`, on a socket in `dir`: (agent pid, socket).
-fn agent_with(dir: &Path, key: &Path) -> (Child, PathBuf) {
+/// A process stopped when the test ends, passed or not.
+struct Stopped(Child);
+
+impl Drop for Stopped {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// An ssh-agent holding `key`, on a socket in `dir`: the agent, its socket.
+fn agent_with(dir: &Path, key: &Path) -> (Stopped, PathBuf) {
     let socket = dir.join("agent.sock");
     let child = Command::new(require_tool("ssh-agent", "openssh-client"))
         .arg("-D")
@@ -334,6 +344,7 @@ fn agent_with(dir: &Path, key: &Path) -> (Child, PathBuf) {
         .arg(&socket)
         .stdout(Stdio::null())
         .spawn()
+        .map(Stopped)
         .expect("start ssh-agent");
     let started = Instant::now();
     while !socket.exists() {
@@ -372,9 +383,9 @@ fn sshd_on_loopback_runs_nothing_for_a_confined_ssh() {
     let sentinel = fs::read_to_string(&authorized).unwrap_or_default();
     let key = fs::read_to_string(private.with_extension("pub")).expect("read the public key");
     fs::write(&authorized, &key).expect("authorize the key");
-    let (mut agent, socket) = agent_with(&scratch, &private);
+    let (agent, socket) = agent_with(&scratch, &private);
     fs::remove_file(&private).expect("the key lives in the agent only");
-    let mut sshd = Sshd::start(&scratch, &authorized);
+    let sshd = Sshd::start(&scratch, &authorized);
     let user = String::from_utf8(output(Command::new("id").arg("-un")).stdout)
         .expect("UTF-8 user name")
         .trim()
@@ -431,9 +442,7 @@ fn sshd_on_loopback_runs_nothing_for_a_confined_ssh() {
             show(&out)
         );
     }
-    let _ = agent.kill();
-    let _ = agent.wait();
-    let _ = sshd.child.kill();
+    drop((agent, sshd));
     assert_eq!(
         fs::read_to_string(&authorized).expect("read authorized_keys"),
         key,
