@@ -73,7 +73,9 @@ impl Prepared {
     /// `/proc/self/task` cannot be read to find out, and
     /// [`ApplyError::Restrict`] when the kernel refuses,
     /// [`ApplyError::TerminalFilter`] when the seccomp filter cannot be
-    /// installed. Writes are unconfined after any error.
+    /// installed, [`ApplyError::Supervisor`] when the connect supervisor's
+    /// helper process cannot be started or its filter installed. Writes are
+    /// unconfined after any error.
     ///
     /// # Examples
     ///
@@ -95,11 +97,19 @@ impl Prepared {
             }
             0
         };
-        sys::restrict_self(&self.ruleset, flags, &self.filter, None).map_err(|e| match e {
-            sys::RestrictError::Landlock(e) => ApplyError::Restrict(e),
-            sys::RestrictError::Seccomp(e) => ApplyError::TerminalFilter(e),
-            sys::RestrictError::Supervisor(e) => ApplyError::Supervisor(e),
-        })?;
+        // Connections are decided by a helper process forked now, while
+        // this process is still unconfined.
+        let helper = self
+            .connect
+            .start_helper()
+            .map_err(ApplyError::Supervisor)?;
+        sys::restrict_self(&self.ruleset, flags, &self.filter, Some(&helper)).map_err(
+            |e| match e {
+                sys::RestrictError::Landlock(e) => ApplyError::Restrict(e),
+                sys::RestrictError::Seccomp(e) => ApplyError::TerminalFilter(e),
+                sys::RestrictError::Supervisor(e) => ApplyError::Supervisor(e),
+            },
+        )?;
         Ok(self.report)
     }
 
@@ -129,12 +139,13 @@ impl Prepared {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn confine(&self, cmd: &mut Command) {
-        sys::confine_before_exec(
-            cmd,
-            Arc::clone(&self.ruleset),
-            self.filter.clone(),
-            self.connect.hook(),
-        );
+        match self.connect.hook() {
+            Ok(hook) => {
+                sys::confine_before_exec(cmd, Arc::clone(&self.ruleset), self.filter.clone(), hook);
+            }
+            // Without the supervisor nothing may run: spawning fails.
+            Err(e) => sys::fail_before_exec(cmd, e.raw_os_error().unwrap_or(libc::EIO)),
+        }
     }
 
     /// The connections the connect supervisor refused the command with pid
@@ -201,7 +212,7 @@ impl Prepared {
             &self.availability,
             &self.ruleset,
             &self.filter,
-            self.connect.hook(),
+            self.connect.hook().map_err(DenialLogError::Spawn)?,
             cmd,
             None,
         )
@@ -237,7 +248,7 @@ impl Prepared {
             &self.availability,
             &self.ruleset,
             &self.filter,
-            self.connect.hook(),
+            self.connect.hook().map_err(DenialLogError::Spawn)?,
             cmd,
             Some(forwarder),
         )

@@ -43,13 +43,13 @@ pub enum Limitation {
     /// opened without `O_TRUNC` cannot be denied, so `truncate(2)` of a file
     /// outside the roots succeeds.
     TruncateUnrestricted,
-    /// Before ABI 9 a confined command can connect to any pathname unix
-    /// socket: a local service (tmux, the session bus, Docker, X11, an
-    /// editor) may then write for it. The report names the ones reachable
-    /// on this machine.
+    /// Before ABI 9 Landlock alone cannot stop connecting to a pathname unix
+    /// socket. No longer reported: the connect supervisor closes the route
+    /// on every kernel. Kept so that programs matching on it still build.
     UnixSocketsReachable,
-    /// Before ABI 6 a confined command can connect to abstract unix
-    /// sockets of processes outside the sandbox.
+    /// Before ABI 6 Landlock alone cannot stop connecting to an abstract
+    /// unix socket outside the sandbox. No longer reported, as
+    /// [`Limitation::UnixSocketsReachable`].
     AbstractSocketsReachable,
 }
 
@@ -200,12 +200,8 @@ impl Availability {
         if !self.has(Feature::Truncate) {
             out.push(Limitation::TruncateUnrestricted);
         }
-        if !self.has(Feature::Scopes) {
-            out.push(Limitation::AbstractSocketsReachable);
-        }
-        if !self.has(Feature::ResolveUnix) {
-            out.push(Limitation::UnixSocketsReachable);
-        }
+        // Unix sockets (pathname and abstract) are no limitation of any
+        // ABI: the connect supervisor decides every connect.
         out
     }
 }
@@ -261,10 +257,6 @@ mod tests {
     #[test]
     fn limitations_follow_the_abi() {
         let at = |abi| Availability { abi, error: None }.limitations();
-        let sockets = [
-            Limitation::AbstractSocketsReachable,
-            Limitation::UnixSocketsReachable,
-        ];
         assert_eq!(
             at(1)[..2],
             [
@@ -273,8 +265,8 @@ mod tests {
             ]
         );
         assert_eq!(at(2)[..1], [Limitation::TruncateUnrestricted]);
-        assert_eq!(at(3), sockets);
-        assert_eq!(at(6), [Limitation::UnixSocketsReachable]);
+        assert!(at(3).is_empty());
+        assert!(at(6).is_empty());
         assert!(at(9).is_empty());
         let none = Availability {
             abi: 0,

@@ -64,6 +64,10 @@ pub enum SocketReason {
     GpgAgent,
     /// Named by the caller (`--allow-socket`): a database, Docker on purpose.
     Caller,
+    /// A service that answers name and user lookups or takes log records
+    /// (nscd, systemd-resolved, systemd-userdb, syslog, journald): it
+    /// writes nothing for its caller but log records.
+    Lookup,
 }
 
 impl SocketReason {
@@ -82,6 +86,7 @@ impl SocketReason {
             SocketReason::SshAgent => "ssh-agent",
             SocketReason::GpgAgent => "gpg-agent",
             SocketReason::Caller => "caller",
+            SocketReason::Lookup => "lookup",
         }
     }
 
@@ -103,6 +108,10 @@ impl fmt::Display for SocketReason {
                 "gpg-agent: signed commits and tags; it also deletes and imports secret keys"
             }
             SocketReason::Caller => "named by the caller",
+            SocketReason::Lookup => {
+                "name, user and log services: they answer lookups and take log records, \
+                 writing nothing else for the caller"
+            }
         })
     }
 }
@@ -163,8 +172,31 @@ pub fn default_sockets(project_root: &Path, state_dir: Option<&Path>) -> Vec<Soc
     {
         out.push(Socket::new(agent, SocketReason::SshAgent));
     }
+    // glibc's NSS and syslog reach these; the ones present on this machine.
+    out.extend(
+        LOOKUP_SERVICES
+            .iter()
+            .map(Path::new)
+            .filter(|p| p.exists())
+            .map(|p| Socket::new(p, SocketReason::Lookup)),
+    );
     out
 }
+
+/// Services that answer lookups or take log records and write nothing else
+/// for whoever connects: nscd, systemd-resolved's varlink socket, the
+/// systemd-userdb directory (its sockets answer user and group queries),
+/// syslog's `/dev/log` and journald's sockets.
+const LOOKUP_SERVICES: [&str; 8] = [
+    "/run/nscd/socket",
+    "/run/systemd/resolve/io.systemd.Resolve",
+    "/run/systemd/userdb",
+    "/dev/log",
+    "/run/systemd/journal/socket",
+    "/run/systemd/journal/stdout",
+    "/run/systemd/journal/dev-log",
+    "/run/systemd/journal/syslog",
+];
 
 /// Checks what a socket path is, for the report: a directory, or a socket
 /// file; anything else is skipped.

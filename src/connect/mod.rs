@@ -26,7 +26,7 @@ use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 
 pub(crate) use filter::NotifyFilter;
 use rules::Bound;
@@ -235,6 +235,10 @@ impl Shared {
     }
 }
 
+fn errno(e: &io::Error) -> i32 {
+    e.raw_os_error().unwrap_or(libc::EIO)
+}
+
 fn inet(local: &[u8]) -> Option<SocketAddr> {
     let family = i32::from(u16::from_ne_bytes(local.get(..2)?.try_into().ok()?));
     let port = u16::from_be_bytes(local.get(2..4)?.try_into().ok()?);
@@ -269,10 +273,15 @@ impl ChildHook {
 }
 
 /// One supervisor: a thread that takes listeners from confined children,
-/// and a thread serving each listener until no process uses it.
+/// started with the first child so that a policy applied to the calling
+/// process starts no thread, and a thread serving each listener until no
+/// process uses it.
 pub(crate) struct Supervisor {
-    hook: ChildHook,
+    filter: NotifyFilter,
     shared: Arc<Shared>,
+    /// The sending end of the listeners' socket once the thread runs, or
+    /// the errno that stopped it.
+    started: OnceLock<Result<Arc<OwnedFd>, i32>>,
 }
 
 impl fmt::Debug for Supervisor {
@@ -282,13 +291,12 @@ impl fmt::Debug for Supervisor {
 }
 
 impl Supervisor {
-    /// Starts the thread that receives listeners.
+    /// A supervisor deciding by `rules`; no thread runs yet.
     ///
     /// # Errors
     ///
-    /// When the architecture has no filter, the socket pair cannot be made
-    /// or the thread cannot start.
-    pub(crate) fn start(rules: Rules) -> io::Result<Supervisor> {
+    /// When the architecture has no filter.
+    pub(crate) fn new(rules: Rules) -> io::Result<Supervisor> {
         let filter = NotifyFilter::new().ok_or_else(|| {
             io::Error::new(
                 io::ErrorKind::Unsupported,
@@ -298,28 +306,70 @@ impl Supervisor {
                 ),
             )
         })?;
-        let (receiver, sender) = sys::seqpacket_pair()?;
-        let shared = Arc::new(Shared {
-            rules,
-            bound: Mutex::new(Bound::default()),
-            refused: Mutex::new(Vec::new()),
-        });
-        let for_thread = Arc::clone(&shared);
-        std::thread::Builder::new()
-            .name("strument-connect".into())
-            .spawn(move || accept(&receiver, &for_thread))?;
         Ok(Supervisor {
-            hook: ChildHook {
-                filter,
-                sender: Arc::new(sender),
-            },
-            shared,
+            filter,
+            shared: Arc::new(Shared {
+                rules,
+                bound: Mutex::new(Bound::default()),
+                refused: Mutex::new(Vec::new()),
+            }),
+            started: OnceLock::new(),
         })
     }
 
-    /// What a child installs and where it sends its listener.
-    pub(crate) fn hook(&self) -> ChildHook {
-        self.hook.clone()
+    /// What a child installs and where it sends its listener; starts the
+    /// thread that receives listeners the first time.
+    ///
+    /// # Errors
+    ///
+    /// When the socket pair cannot be made or the thread cannot start.
+    pub(crate) fn hook(&self) -> io::Result<ChildHook> {
+        let started = self.started.get_or_init(|| {
+            let (receiver, sender) = sys::seqpacket_pair().map_err(|e| errno(&e))?;
+            let shared = Arc::clone(&self.shared);
+            std::thread::Builder::new()
+                .name("strument-connect".into())
+                .spawn(move || accept(&receiver, &shared))
+                .map_err(|e| errno(&e))?;
+            Ok(Arc::new(sender))
+        });
+        match started {
+            Ok(sender) => Ok(ChildHook {
+                filter: self.filter.clone(),
+                sender: Arc::clone(sender),
+            }),
+            Err(e) => Err(io::Error::from_raw_os_error(*e)),
+        }
+    }
+
+    /// For `Policy::apply`: starts a helper process, unconfined because it
+    /// is forked before the caller restricts itself, that serves the
+    /// listener the caller is about to send, and ends when no process uses
+    /// that filter any more. The caller names it as its ptracer, which
+    /// Yama's `ptrace_scope` 1 requires of a process that is not an
+    /// ancestor.
+    ///
+    /// # Errors
+    ///
+    /// When the socket pair, the fork or `PR_SET_PTRACER` fails.
+    pub(crate) fn start_helper(&self) -> io::Result<ChildHook> {
+        let (ours, theirs) = sys::seqpacket_pair()?;
+        let shared = Arc::clone(&self.shared);
+        sys::fork_helper(&theirs, move |socket| {
+            if sys::send_pid(&socket, sys::pid()).is_err() {
+                return;
+            }
+            if let Ok(Some((listener, command))) = sys::recv_listener(&socket) {
+                serve::serve(listener, command, shared);
+            }
+        })?;
+        drop(theirs);
+        let helper = sys::recv_pid(&ours)?;
+        sys::allow_ptracer(helper)?;
+        Ok(ChildHook {
+            filter: self.filter.clone(),
+            sender: Arc::new(ours),
+        })
     }
 
     /// Takes the refusals recorded for the command with pid `command`.

@@ -328,9 +328,9 @@ fn read_exactly(tid: i32, at: u64, buf: &mut [u8]) -> Result<(), i32> {
     }
 }
 
-/// A pidfd for the process thread `tid` belongs to: `pidfd_open` without
-/// `PIDFD_THREAD` takes only a thread-group leader, and answers any other
-/// thread with `EINVAL` (`ENOENT` on 6.18).
+/// A pidfd for the process thread `tid` belongs to: `pidfd_open` takes
+/// only a thread-group leader (another thread: `EINVAL`, from Linux 6.9
+/// `ENOENT`).
 fn open_process(tid: i32) -> io::Result<OwnedFd> {
     match sys::pidfd_open(tid) {
         Err(e) if matches!(e.raw_os_error(), Some(libc::EINVAL | libc::ENOENT)) => {

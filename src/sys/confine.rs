@@ -117,3 +117,14 @@ pub(crate) fn confine_before_exec_with(
         cmd.pre_exec(hook);
     }
 }
+
+/// Makes spawning `cmd` fail with `errno` before it runs: what a command
+/// gets when its sandbox cannot be set up.
+pub(crate) fn fail_before_exec(cmd: &mut Command, errno: i32) {
+    let hook = move || Err(io::Error::from_raw_os_error(errno));
+    // SAFETY: the hook only builds an io::Error from a raw errno, which
+    // does not allocate.
+    unsafe {
+        cmd.pre_exec(hook);
+    }
+}

@@ -176,7 +176,7 @@ fn sockets_the_command_binds_in_tmp_the_project_and_an_abstract_name_work() {
         assert_success(&out);
         assert_eq!(
             stdout(&out),
-            "own absolute ok\nown relative ok\nown abstract ok\nown datagram ok\n",
+            "own absolute ok\nown relative ok\nown abstract ok\nown thread ok\nown datagram ok\n",
             "{}",
             show(&out)
         );
@@ -472,4 +472,97 @@ fn gpg_agent_deletes_no_secret_key_for_a_confined_command() {
     let mut kill = Command::new(require_tool("gpgconf", "gnupg"));
     with_home(&mut kill);
     let _ = output(kill.args(["--kill", "gpg-agent"]));
+}
+
+#[test]
+fn after_policy_apply_a_helper_decides_for_the_process_and_its_children() {
+    // The body runs again in a child process (apply cannot be undone): the
+    // fake home and the service are made once, by the parent.
+    let setup = std::env::var_os("SV_OUTSIDE").is_none().then(|| {
+        let h = FakeHome::new();
+        let outside = h.home.join("apply-outside.sock");
+        let log = h.home.join("accepted.log");
+        let service = Service::start(outside.to_str().expect("UTF-8"), &log);
+        (h, outside, log, service)
+    });
+    let out = super::roles::body_in_child(
+        "suite::supervisor::after_policy_apply_a_helper_decides_for_the_process_and_its_children",
+        |cmd| {
+            if let Some((h, outside, _, _)) = &setup {
+                cmd.env("SV_OUTSIDE", outside).env("SV_PROJECT", &h.project);
+            }
+        },
+        || {
+            in_a_single_threaded_fork(|| {
+                use std::os::unix::net::{UnixListener, UnixStream};
+                let outside = std::env::var("SV_OUTSIDE").expect("SV_OUTSIDE");
+                let project = PathBuf::from(std::env::var("SV_PROJECT").expect("SV_PROJECT"));
+                strument_sandbox::Policy {
+                    writable: vec![project.clone().into()],
+                    ..strument_sandbox::Policy::default()
+                }
+                .apply()
+                .expect("apply");
+                // This process: the service outside is refused...
+                let err = UnixStream::connect(&outside).expect_err("connected outside");
+                assert_eq!(err.raw_os_error(), Some(libc::EACCES));
+                // ...a socket it binds in the project is reachable.
+                let own = project.join("own.sock");
+                let listener = UnixListener::bind(&own).expect("bind in the project");
+                UnixStream::connect(&own).expect("connect to its own socket");
+                drop(listener);
+                // Its children: the same, decided by the same helper.
+                let out = Command::new(python())
+                    .args([fixture().as_str(), "ask", &outside])
+                    .arg(project.join("asked"))
+                    .output()
+                    .expect("run python");
+                assert_eq!(
+                    String::from_utf8_lossy(&out.stdout).trim(),
+                    format!("refused: errno {}", libc::EACCES)
+                );
+                let out = Command::new(python())
+                    .args([fixture().as_str(), "own"])
+                    .arg(&project)
+                    .output()
+                    .expect("run python");
+                assert!(
+                    String::from_utf8_lossy(&out.stdout).contains("own abstract ok"),
+                    "{}",
+                    show(&out)
+                );
+            })
+        },
+    );
+    let (Some(out), Some((h, outside, log, _service))) = (out, setup) else {
+        return;
+    };
+    assert_success(&out);
+    assert!(!log.exists(), "the service accepted a confined connection");
+    assert!(h.project.join("own.sock").exists(), "{}", show(&out));
+    // Granted half: the service accepts this unconfined process.
+    let addr = outside.to_str().expect("UTF-8");
+    assert_eq!(ask_unconfined(addr, &h.home.join("free")), "ok");
+}
+
+/// Runs `body` in a forked copy of this process, which has one thread: the
+/// test harness runs each test on a thread of its own, and before Landlock
+/// ABI 8 `apply` confines only a single-threaded process.
+fn in_a_single_threaded_fork(body: impl FnOnce() + std::panic::UnwindSafe) {
+    // SAFETY: the child runs the body and leaves with _exit; this is a test
+    // process whose other thread (the harness's main) is waiting for us.
+    let pid = unsafe { libc::fork() };
+    assert!(pid >= 0, "fork failed");
+    if pid == 0 {
+        let ok = std::panic::catch_unwind(body).is_ok();
+        // SAFETY: ends the forked child without unwinding into the harness.
+        unsafe { libc::_exit(if ok { 0 } else { 1 }) };
+    }
+    let mut status = 0;
+    // SAFETY: `status` is a valid int for the kernel to write.
+    assert_eq!(unsafe { libc::waitpid(pid, &raw mut status, 0) }, pid);
+    assert!(
+        libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0,
+        "the applied body failed: {status:#x}"
+    );
 }

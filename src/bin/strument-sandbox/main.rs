@@ -41,10 +41,14 @@ Writes are confined to the project, the state directory, temporary space,
 a few device files and toolchain caches (see `policy`); reads and execution
 stay open everywhere. Once applied, the confinement cannot be undone and
 covers every child process. No unconfined process may act for a confined
-one: typing into the terminal (TIOCSTI) is refused on every kernel, abstract
-sockets outside the sandbox from Linux 6.12, and unix sockets other than the
-project's, ssh-agent's, gpg-agent's and --allow-socket ones from Linux 7.1;
-before that, `policy` lists the services a command can still reach.
+one: typing into the terminal (TIOCSTI) is refused on every kernel, and so
+is every unix socket other than the project's, the state directory's,
+ssh-agent's, the name and log services' and --allow-socket ones, and those the
+command binds itself (a connect supervisor in this process decides each
+connect; Linux 7.1 checks pathname sockets a second time). Each refused socket
+is named after the command, with the --allow-socket that would allow it.
+gpg-agent is not allowed by default: naming its socket also lets a command
+delete and import secret keys.
 A root from a variable ($TMPDIR, $XDG_CACHE_HOME, $GOCACHE, …) or from the
 project's .git that resolves to the home directory or above is skipped with a
 warning; only --project, --state and --allow may be that wide, and then a
@@ -195,8 +199,8 @@ pub(crate) struct Roots {
     #[arg(long = "allow", value_name = "PATH")]
     allow: Vec<PathBuf>,
     /// A unix socket (or a directory of them) the command may connect to, besides the
-    /// project's, the state directory's, $SSH_AUTH_SOCK and gpg-agent's (repeatable;
-    /// enforced from Linux 7.1, Landlock ABI 9).
+    /// project's, the state directory's and $SSH_AUTH_SOCK (repeatable). Naming
+    /// gpg-agent's socket (for signed commits) lets a command delete and import keys too.
     #[arg(long = "allow-socket", value_name = "PATH")]
     allow_socket: Vec<PathBuf>,
     /// A port of this machine's own addresses the command may connect to, as ADDR:PORT

@@ -1,10 +1,10 @@
 //! What several subcommands print: standard output that ends quietly on a
-//! closed pipe, the report a line a fact, and the services still reachable.
+//! closed pipe, the report a line a fact, and how sockets are mediated.
 
 use std::io;
 use std::path::{Path, PathBuf};
 
-use strument_sandbox::{Availability, Feature, Report, Service, reachable_services};
+use strument_sandbox::{Feature, Report};
 
 /// `println!` that ends the program quietly when standard output is closed
 /// (`strument-sandbox policy | head`), as a shell tool should, instead of
@@ -73,7 +73,6 @@ pub(crate) fn report_lines(report: &Report) -> Vec<String> {
         .chain(warnings)
         .chain(limitations)
         .chain(std::iter::once(mediation_line(report.abi)))
-        .chain(service_lines(&report.reachable_services))
         .collect()
 }
 
@@ -94,18 +93,4 @@ pub(crate) fn mediation_line(abi: u32) -> String {
 /// One line of the report: what, the stable name, the path, and the rest.
 fn row(tag: &str, name: &str, path: &Path, rest: &str) -> String {
     format!("{tag:<7}  {name:<9}  {}{rest}", path.display())
-}
-
-/// The services a confined command can still reach, when the kernel
-/// cannot close the route (Landlock ABI < 9); nothing otherwise.
-pub(crate) fn services_if_open(a: &Availability) -> Vec<Service> {
-    if a.supported() && !a.has(Feature::ResolveUnix) {
-        reachable_services()
-    } else {
-        Vec::new()
-    }
-}
-
-pub(crate) fn service_lines(services: &[Service]) -> impl Iterator<Item = String> + '_ {
-    services.iter().map(|s| format!("reachable: {s}"))
 }

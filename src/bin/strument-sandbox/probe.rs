@@ -4,15 +4,13 @@ use serde_json::json;
 use strument_sandbox::{Feature, probe};
 
 use crate::Failure;
-use crate::output::{service_lines, services_if_open};
+use crate::output::mediation_line;
 use crate::status;
 
 pub(crate) fn cmd_probe(json: bool) -> Result<u8, Failure> {
     let a = probe();
     if json {
-        let mut v = json!(a);
-        v["reachable_services"] = json!(services_if_open(&a));
-        say!("{v}");
+        say!("{}", json!(a));
     } else {
         match &a.error {
             None => {
@@ -34,9 +32,7 @@ pub(crate) fn cmd_probe(json: bool) -> Result<u8, Failure> {
                 for l in a.limitations() {
                     say!("limitation: {l}");
                 }
-                for line in service_lines(&services_if_open(&a)) {
-                    say!("{line}");
-                }
+                say!("{}", mediation_line(a.abi));
             }
             Some(why) => {
                 say!("landlock: unavailable");
