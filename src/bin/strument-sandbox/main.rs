@@ -48,7 +48,10 @@ command binds itself (a connect supervisor in this process decides each
 connect; Linux 7.1 checks pathname sockets a second time). Each refused socket
 is named after the command, with the --allow-socket that would allow it.
 gpg-agent is not allowed by default: naming its socket also lets a command
-delete and import secret keys.
+delete and import secret keys. The same holds for this machine's own
+addresses (loopback, every local interface): only ports the command binds
+itself, the resolver's, a local proxy's and --allow-connect ones are reachable
+there; other hosts are never refused.
 A root from a variable ($TMPDIR, $XDG_CACHE_HOME, $GOCACHE, …) or from the
 project's .git that resolves to the home directory or above is skipped with a
 warning; only --project, --state and --allow may be that wide, and then a
