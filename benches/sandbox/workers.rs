@@ -60,6 +60,9 @@ pub fn worker(args: &[String]) {
             );
             println!("{} {}", wall.as_nanos(), cpu.as_nanos());
         }
+        [mode, kind, n, dir] if mode == "connect" => {
+            worker_connect(kind, n.parse().expect("connect count"), Path::new(dir));
+        }
         _ => fail(&format!("unknown worker arguments {args:?}")),
     }
 }
@@ -251,4 +254,64 @@ fn cpu_time() -> Duration {
         usage
     };
     timeval(usage.ru_utime) + timeval(usage.ru_stime)
+}
+
+/// `n` connects, each with a one-byte echo, to a server this process runs
+/// on a thread: a unix socket bound in `dir`, or TCP on 127.0.0.1. Prints
+/// the median and 90th percentile of one connect and echo, in ns.
+fn worker_connect(kind: &str, n: usize, dir: &Path) {
+    use std::io::{Read, Write};
+    use std::os::unix::net::{UnixListener, UnixStream};
+
+    fn echo<S: Read + Write>(mut s: S) {
+        let mut b = [0u8; 1];
+        if s.read_exact(&mut b).is_ok() {
+            let _ = s.write_all(&b);
+        }
+    }
+    fn ping<S: Read + Write>(mut s: S) {
+        let mut b = [7u8; 1];
+        s.write_all(&b).expect("write");
+        s.read_exact(&mut b).expect("read");
+    }
+    let mut times = Vec::with_capacity(n);
+    if kind == "unix" {
+        let path = dir.join(format!("bench-{}.sock", std::process::id()));
+        let _ = fs::remove_file(&path);
+        let listener = UnixListener::bind(&path).unwrap_or_else(|e| fail(&format!("bind: {e}")));
+        std::thread::spawn(move || {
+            for s in listener.incoming().flatten() {
+                echo(s);
+            }
+        });
+        for _ in 0..n {
+            let start = Instant::now();
+            ping(UnixStream::connect(&path).unwrap_or_else(|e| fail(&format!("connect: {e}"))));
+            times.push(start.elapsed());
+        }
+        let _ = fs::remove_file(&path);
+    } else {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap_or_else(|e| fail(&format!("bind: {e}")));
+        let addr = listener.local_addr().expect("address");
+        std::thread::spawn(move || {
+            for s in listener.incoming().flatten() {
+                echo(s);
+            }
+        });
+        for _ in 0..n {
+            let start = Instant::now();
+            ping(
+                std::net::TcpStream::connect(addr)
+                    .unwrap_or_else(|e| fail(&format!("connect: {e}"))),
+            );
+            times.push(start.elapsed());
+        }
+    }
+    times.sort_unstable();
+    println!(
+        "{} {}",
+        times[n / 2].as_nanos(),
+        times[n * 9 / 10].as_nanos()
+    );
 }

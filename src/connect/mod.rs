@@ -150,7 +150,7 @@ impl fmt::Display for RefusedConnect {
         match self.service {
             Some(kind) => write!(
                 f,
-                "{} at {} (it {})",
+                "{} at {}, which {}",
                 kind.name(),
                 self.target,
                 kind.allows()
@@ -198,19 +198,34 @@ impl Shared {
         }
     }
 
-    /// Records the socket file a performed bind made: `name` in `dir`,
-    /// looked up without following a symlink.
-    fn learn_file(&self, dir: &std::fs::File, name: &Path) {
-        let path = PathBuf::from(format!("/proc/self/fd/{}", dir.as_raw_fd())).join(name);
-        let Ok(file) = std::fs::OpenOptions::new()
-            .read(true)
-            .custom_flags(libc::O_PATH | libc::O_NOFOLLOW | libc::O_CLOEXEC)
-            .open(path)
-        else {
-            return;
+    /// Whether a socket file is allowed by its identity alone: named by
+    /// the policy, or bound inside.
+    fn known(&self, id: (u64, u64)) -> bool {
+        self.rules.socket_files.contains(&id)
+            || self.bound.lock().is_ok_and(|b| b.files.contains(&id))
+    }
+
+    /// Records the socket file a performed bind made. Asked of the kernel
+    /// by the socket itself, so a second thread renaming another socket
+    /// over the new name cannot make that one count as bound inside; only
+    /// without `CONFIG_UNIX_DIAG` is the name looked up, without following
+    /// a symlink.
+    fn learn_file(&self, socket: std::os::fd::BorrowedFd<'_>, dir: &std::fs::File, name: &Path) {
+        let id = match sys::unix_socket_file(socket) {
+            Ok(id) => id,
+            Err(_) => {
+                let path = PathBuf::from(format!("/proc/self/fd/{}", dir.as_raw_fd())).join(name);
+                std::fs::OpenOptions::new()
+                    .read(true)
+                    .custom_flags(libc::O_PATH | libc::O_NOFOLLOW | libc::O_CLOEXEC)
+                    .open(path)
+                    .and_then(|f| f.metadata())
+                    .ok()
+                    .map(|m| (m.dev(), m.ino()))
+            }
         };
-        if let (Ok(meta), Ok(mut bound)) = (file.metadata(), self.bound.lock()) {
-            bound.files.insert((meta.dev(), meta.ino()));
+        if let (Some(id), Ok(mut bound)) = (id, self.bound.lock()) {
+            bound.files.insert(id);
         }
     }
 
@@ -402,5 +417,33 @@ fn accept(receiver: &OwnedFd, shared: &Arc<Shared>) {
         // Without a thread the listener is dropped: the command's
         // notified calls then fail with ENOSYS, never pass unchecked.
         drop(started);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::fd::AsFd;
+
+    #[test]
+    fn a_bound_socket_names_its_own_file_whatever_is_renamed_over_it() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("s.sock");
+        let listener = std::os::unix::net::UnixListener::bind(&path).expect("bind");
+        let meta = std::fs::metadata(&path).expect("stat");
+        let id = sys::unix_socket_file(listener.as_fd()).expect("unix_diag");
+        assert_eq!(id, Some((meta.dev(), meta.ino())));
+        // Another socket renamed over the name: the first still names its own.
+        let other_path = dir.path().join("other.sock");
+        let _other = std::os::unix::net::UnixListener::bind(&other_path).expect("bind");
+        std::fs::rename(&other_path, &path).expect("rename");
+        assert_eq!(
+            sys::unix_socket_file(listener.as_fd()).expect("unix_diag"),
+            Some((meta.dev(), meta.ino()))
+        );
+        assert_ne!(std::fs::metadata(&path).expect("stat").ino(), meta.ino());
+        // An unnamed socket has no file.
+        let (a, _b) = std::os::unix::net::UnixStream::pair().expect("pair");
+        assert_eq!(sys::unix_socket_file(a.as_fd()).expect("unix_diag"), None);
     }
 }

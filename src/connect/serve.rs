@@ -25,6 +25,7 @@ const MAX_SEND: usize = 1 << 20;
 /// Serves `listener` until no process uses its filter any more. `command`
 /// is the pid of the confined command it belongs to.
 pub(crate) fn serve(listener: OwnedFd, command: i32, shared: Arc<Shared>) {
+    sys::prefer_sync_wake_up(&listener);
     let listener = Arc::new(listener);
     loop {
         match sys::wait_notification(&listener) {
@@ -168,12 +169,19 @@ fn prepare(
                 // What the kernel answers for a file that is no socket.
                 return Err(libc::ECONNREFUSED);
             }
-            let resolved = proc_link(&target)?;
+            let id = (meta.dev(), meta.ino());
+            // Its name is asked of the kernel only when its identity
+            // alone does not decide.
+            let resolved = if shared.known(id) {
+                PathBuf::new()
+            } else {
+                proc_link(&target)?
+            };
             work.address = unix_address(&proc_fd(&target))?;
             work._target = Some(target);
             Destination::Path {
                 resolved,
-                id: (meta.dev(), meta.ino()),
+                id,
                 changed: ctime(&meta),
             }
         }
@@ -250,7 +258,7 @@ impl Work {
         }
         let outcome = self.perform(true);
         if let (Ok(_), Some((dir, name))) = (&outcome, &self.bind_into) {
-            shared.learn_file(dir, name);
+            shared.learn_file(self.socket.as_fd(), dir, name);
         }
         if outcome.is_ok() && self.udp_local {
             if let Ok(local) = sys::local_address(self.socket.as_fd()) {
@@ -269,12 +277,12 @@ impl Work {
     /// another host, or sending (tried without waiting first).
     fn may_block(&self) -> bool {
         // A UDP connect only names the peer: it never waits.
-        let blocking = !self.udp_local && !sys::is_nonblocking(self.socket.as_fd()).unwrap_or(true);
-        blocking
+        let remote = !self.udp_local
             && match self.call {
                 Call::Connect => parse_inet(&self.address).is_some_and(|a| !a.ip().is_loopback()),
                 Call::Bind | Call::SendTo => false,
-            }
+            };
+        remote && !sys::is_nonblocking(self.socket.as_fd()).unwrap_or(true)
     }
 
     fn perform(&self, first_try: bool) -> Outcome {

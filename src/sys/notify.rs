@@ -264,6 +264,21 @@ pub(crate) fn still_waiting(listener: &OwnedFd, id: u64) -> bool {
     ret == 0
 }
 
+/// `SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP` (Linux 6.6): the kernel wakes the
+/// supervisor and the waiting thread as a pair, on one CPU, which halves a
+/// notification's round trip. Older kernels refuse it; nothing else changes.
+pub(crate) fn prefer_sync_wake_up(listener: &OwnedFd) {
+    const SYNC_WAKE_UP: u64 = 1;
+    // SAFETY: the kernel reads one u64 flag value (passed by value).
+    unsafe {
+        libc::ioctl(
+            listener.as_raw_fd(),
+            libc::SECCOMP_IOCTL_NOTIF_SET_FLAGS,
+            SYNC_WAKE_UP,
+        );
+    }
+}
+
 /// `pidfd_open(pid, 0)`.
 pub(crate) fn pidfd_open(pid: i32) -> io::Result<OwnedFd> {
     // SAFETY: integers only.
@@ -546,4 +561,96 @@ pub(crate) fn recv_pid(socket: &OwnedFd) -> io::Result<i32> {
 pub(crate) fn pid() -> i32 {
     // SAFETY: getpid takes no arguments.
     unsafe { libc::getpid() }
+}
+
+/// The socket file (device, inode) a bound unix socket lives at, asked of
+/// the kernel by the socket itself (`NETLINK_SOCK_DIAG`, `UNIX_DIAG_VFS`):
+/// unlike a lookup by name, no rename can change the answer. `Ok(None)` for
+/// a socket not bound to a path; an error when the kernel has no
+/// `CONFIG_UNIX_DIAG`.
+pub(crate) fn unix_socket_file(socket: BorrowedFd<'_>) -> io::Result<Option<(u64, u64)>> {
+    const SOCK_DIAG_BY_FAMILY: u16 = 20;
+    const UDIAG_SHOW_VFS: u32 = 0x2;
+    const UNIX_DIAG_VFS: u16 = 1;
+    // SAFETY: fstat writes a stat struct, plain data valid when zeroed.
+    let mut st: libc::stat = unsafe { std::mem::zeroed() };
+    // SAFETY: `st` is writable for the call.
+    if unsafe { libc::fstat(socket.as_raw_fd(), &raw mut st) } < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    let sockfs_ino =
+        u32::try_from(st.st_ino).map_err(|_| io::Error::from_raw_os_error(libc::EOVERFLOW))?;
+    // struct nlmsghdr, then struct unix_diag_req.
+    let mut req = Vec::with_capacity(40);
+    req.extend_from_slice(&40u32.to_ne_bytes());
+    req.extend_from_slice(&SOCK_DIAG_BY_FAMILY.to_ne_bytes());
+    req.extend_from_slice(&(libc::NLM_F_REQUEST as u16).to_ne_bytes());
+    req.extend_from_slice(&1u32.to_ne_bytes());
+    req.extend_from_slice(&0u32.to_ne_bytes());
+    req.extend_from_slice(&[libc::AF_UNIX as u8, 0, 0, 0]);
+    req.extend_from_slice(&u32::MAX.to_ne_bytes()); // every state
+    req.extend_from_slice(&sockfs_ino.to_ne_bytes());
+    req.extend_from_slice(&UDIAG_SHOW_VFS.to_ne_bytes());
+    req.extend_from_slice(&u32::MAX.to_ne_bytes()); // no cookie
+    req.extend_from_slice(&u32::MAX.to_ne_bytes());
+    // SAFETY: integers only.
+    let fd = unsafe {
+        libc::socket(
+            libc::AF_NETLINK,
+            libc::SOCK_DGRAM | libc::SOCK_CLOEXEC,
+            libc::NETLINK_SOCK_DIAG,
+        )
+    };
+    if fd < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: a new descriptor owned by nobody else.
+    let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+    // SAFETY: `req` is readable for its length.
+    if unsafe { libc::send(fd.as_raw_fd(), req.as_ptr().cast(), req.len(), 0) } < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    let mut buf = [0u8; 512];
+    // SAFETY: `buf` is writable for its length.
+    let n = unsafe { libc::recv(fd.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len(), 0) };
+    if n < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    let msg = &buf[..n as usize];
+    let u16_at = |at: usize| {
+        msg.get(at..at + 2)
+            .map(|b| u16::from_ne_bytes([b[0], b[1]]))
+    };
+    let u32_at = |at: usize| {
+        msg.get(at..at + 4)
+            .map(|b| u32::from_ne_bytes([b[0], b[1], b[2], b[3]]))
+    };
+    let bad = || io::Error::from_raw_os_error(libc::EBADMSG);
+    let len = u32_at(0).ok_or_else(bad)? as usize;
+    match u16_at(4) {
+        Some(SOCK_DIAG_BY_FAMILY) => {}
+        Some(2) => {
+            // NLMSG_ERROR: a negative errno follows the header.
+            let errno = u32_at(16).map_or(libc::EIO, |e| -(e as i32));
+            return Err(io::Error::from_raw_os_error(errno));
+        }
+        _ => return Err(bad()),
+    }
+    // struct unix_diag_msg is 16 bytes; the attributes follow.
+    let mut at = 16 + 16;
+    while at + 4 <= len.min(msg.len()) {
+        let attr_len = usize::from(u16_at(at).ok_or_else(bad)?);
+        if attr_len < 4 {
+            return Err(bad());
+        }
+        if u16_at(at + 2) == Some(UNIX_DIAG_VFS) {
+            let ino = u32_at(at + 4).ok_or_else(bad)?;
+            let dev = u32_at(at + 8).ok_or_else(bad)?;
+            // The kernel's own dev_t: 12 bits of major, 20 of minor.
+            let dev = libc::makedev(dev >> 20, dev & 0xf_ffff);
+            return Ok(Some((dev, u64::from(ino))));
+        }
+        at += (attr_len + 3) & !3;
+    }
+    Ok(None)
 }

@@ -566,3 +566,29 @@ fn in_a_single_threaded_fork(body: impl FnOnce() + std::panic::UnwindSafe) {
         "the applied body failed: {status:#x}"
     );
 }
+
+#[test]
+fn name_and_user_lookups_keep_working_under_the_supervisor() {
+    let h = FakeHome::new();
+    let getent = require_tool("getent", "libc-bin");
+    let getent = getent.to_str().expect("UTF-8");
+    // Whatever of nscd, systemd-resolved and systemd-userdb this machine
+    // runs is named by default; absent or refused, glibc falls back to the
+    // files. Either way the answers are the ones an unconfined lookup gives.
+    for query in [
+        ["passwd", "root"],
+        ["group", "root"],
+        ["hosts", "localhost"],
+    ] {
+        let free = output(Command::new(getent).args(query));
+        assert_success(&free);
+        let out = confined(&h, &[getent, query[0], query[1]]);
+        assert_success(&out);
+        assert_eq!(stdout(&out), stdout(&free), "{}", show(&out));
+        assert!(
+            !stderr(&out).contains("refused a connection"),
+            "{}",
+            show(&out)
+        );
+    }
+}

@@ -2,6 +2,7 @@
 
 pub mod apply;
 pub mod builds;
+pub mod connect;
 pub mod files;
 pub mod startup;
 pub mod tripwire;

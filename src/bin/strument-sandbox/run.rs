@@ -8,7 +8,7 @@ use std::process::Command;
 
 use serde_json::{Value, json};
 use strument_sandbox::{
-    Advice, Change, DenialLogError, Prepared, Report, SignalForwarder, Snapshot,
+    Advice, Change, DenialLogError, Prepared, RefusedConnect, Report, SignalForwarder, Snapshot,
     create_missing_caches,
 };
 
@@ -72,15 +72,16 @@ pub(crate) fn cmd_run(
             .map_err(|e| Failure::new(status::POLICY, format!("waiting for the command: {e}")))?;
         (status, pid)
     };
-    // One line a socket refused, after the command's own output.
-    for refused in prepared.refused_connects(pid) {
-        eprintln!("strument-sandbox: {refused}");
-    }
+    let refused = prepared.refused_connects(pid);
     let changes = before.changes();
     let code = exit_code(status);
     if options.json {
-        eprintln!("{}", run_json(code, status, &changes));
+        eprintln!("{}", run_json(code, status, &changes, &refused));
     } else {
+        // One line a socket refused, after the command's own output.
+        for refused in &refused {
+            eprintln!("strument-sandbox: {refused}");
+        }
         for change in &changes {
             eprintln!("strument-sandbox: {change}");
         }
@@ -88,13 +89,32 @@ pub(crate) fn cmd_run(
     Ok(code)
 }
 
-/// `run --json`: how the command ended and what it changed that runs later.
-fn run_json(code: u8, status: std::process::ExitStatus, changes: &[Change]) -> Value {
+/// `run --json`: how the command ended, what it changed that runs later,
+/// and the sockets it was refused.
+fn run_json(
+    code: u8,
+    status: std::process::ExitStatus,
+    changes: &[Change],
+    refused: &[RefusedConnect],
+) -> Value {
     use std::os::unix::process::ExitStatusExt;
+    let refused: Vec<Value> = refused
+        .iter()
+        .map(|r| {
+            json!({
+                "target": r.target.to_string(),
+                "service": r.service.map(|s| s.name()),
+                "attempts": r.attempts,
+                "allow_with": r.allow_with(),
+                "detail": r.to_string(),
+            })
+        })
+        .collect();
     json!({
         "exit": code,
         "signal": status.signal(),
         "changes": changes,
+        "refused_connects": refused,
     })
 }
 

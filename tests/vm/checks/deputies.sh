@@ -8,7 +8,9 @@
 #              after the command, next to a stand-in ssh-agent at
 #              $SSH_AUTH_SOCK that answers, a command's own socket in /tmp
 #              and in the project that it reaches, and `git commit` in the
-#              project that works; `policy` lists no reachable service.
+#              project that works; `policy` lists no reachable service;
+#              io_uring and a seccomp listener of the command's own are
+#              refused.
 #
 # Usage: deputies.sh SCRATCH
 #   SCRATCH  a directory for the fake home, not under /tmp, /var/tmp,
@@ -146,6 +148,16 @@ confined tmux -L "$tmux_name" run-shell "touch '$home/tmux-run-shell'" >/dev/nul
 run_stderr=$(confined tmux -L "$tmux_name" send-keys "touch '$home/tmux-send-keys'" Enter 2>&1 >/dev/null)
 sleep 1
 policy=$(env -i HOME="$home" PATH="$PATH" "$sandbox" policy --project "$project")
+
+# Nothing routes around the supervisor: io_uring is refused, and a seccomp
+# listener of the command's own (which would take connect first) is refused
+# by the kernel, while a plain filter of its own still installs.
+escapes=$(confined python3 "$(dirname "${BASH_SOURCE[0]}")/../../fixtures/sockets.py" escapes 2>&1)
+if [ "$escapes" = $'io_uring_setup EPERM\nown listener EBUSY\nown filter ok' ]; then
+  ok "no-route-around" "io_uring_setup EPERM, a second listener EBUSY, a plain filter installs"
+else
+  fail "no-route-around" "sockets.py escapes answered: $escapes"
+fi
 
 # Every ABI: the connect supervisor refuses (and from ABI 9 RESOLVE_UNIX too).
 for how in run-shell send-keys; do
