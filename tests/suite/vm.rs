@@ -240,7 +240,7 @@ fn bookworm_6_1_abi_2_passes_every_scenario_and_reports_truncate() {
             "tmux-send-keys-refused",
             "no-route-around",
         ],
-        ..Case::with_abi("bookworm", "6.1.", 2, &["deputies", "truncate"])
+        ..Case::with_abi("bookworm", "6.1.", 2, &["deputies", "local_net", "truncate"])
     });
 }
 
@@ -263,7 +263,7 @@ fn trixie_6_12_abi_6_passes_every_scenario() {
             "tmux-send-keys-refused",
             "no-route-around",
         ],
-        ..Case::with_abi("trixie", "6.12.", 6, &["deputies", "truncate"])
+        ..Case::with_abi("trixie", "6.12.", 6, &["deputies", "local_net", "truncate"])
     });
 }
 
