@@ -615,6 +615,23 @@ impl LocalNet {
     }
 }
 
+/// Whether a UDP datagram is Gradle's cache-lock contention message: a
+/// version byte 1 and the 8-byte lock id (Gradle 1 to 4), followed by a
+/// type byte 0 to 2 from Gradle 5 on (unlock request, its confirmation,
+/// release confirmation). Every Gradle process that shares `~/.gradle/caches`
+/// asks the lock's owner this way, at the port the owner wrote into the lock
+/// file; the owner only releases the lock. Without it a confined build
+/// fails whenever the user's own daemon holds a cache ("Failed to ping owner
+/// of lock"), so it is let through to any port of this machine: nine or ten
+/// bytes that begin with 1 carry no command.
+pub(crate) fn is_gradle_lock_ping(data: &[u8]) -> bool {
+    match data {
+        [1, _, _, _, _, _, _, _, _] => true,
+        [1, _, _, _, _, _, _, _, _, kind] => *kind <= 2,
+        _ => false,
+    }
+}
+
 /// The process listening where a refused connection was going, as far as
 /// this user can see it: the owner always (`/proc/net/tcp`), the process
 /// when its descriptors are readable (this user's own, or all as root).
@@ -905,6 +922,20 @@ mod tests {
             allow_option(a("[::ffff:127.0.0.1]:22")),
             "--allow-connect 127.0.0.1:22"
         );
+    }
+
+    #[test]
+    fn gradle_lock_pings_are_nine_or_ten_bytes_beginning_with_one() {
+        let id = 6_379_527_810_439_397_790u64.to_be_bytes();
+        let old = [&[1u8][..], &id].concat();
+        assert!(is_gradle_lock_ping(&old));
+        for kind in 0..=2u8 {
+            assert!(is_gradle_lock_ping(&[&old[..], &[kind]].concat()));
+        }
+        assert!(!is_gradle_lock_ping(&[&old[..], &[3]].concat()));
+        assert!(!is_gradle_lock_ping(&[&[2u8][..], &id].concat()));
+        assert!(!is_gradle_lock_ping(&old[..8]));
+        assert!(!is_gradle_lock_ping(b"touch ~/pwned\n"));
     }
 
     #[test]

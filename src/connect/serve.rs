@@ -218,6 +218,13 @@ fn prepare(
                 }
                 (Target::Abstract(name), libc::EPERM)
             }
+            // Gradle's cache-lock ping to the user's own daemon: it only
+            // makes the owner release a lock on a shared cache.
+            Destination::Inet(_, Transport::Udp)
+                if call == Call::SendTo && local_net::is_gradle_lock_ping(&work.data) =>
+            {
+                return Ok(Some(work));
+            }
             Destination::Inet(address, transport) => {
                 // A port nobody listens on is refused the way the kernel
                 // refuses it: a client waiting for a server it started
