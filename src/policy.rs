@@ -64,10 +64,12 @@ pub struct Policy {
     pub writable: Vec<Root>,
     /// Where a confined command may connect to pathname unix sockets: a
     /// socket file, or a directory for every socket beneath it. Enforced
-    /// from Landlock ABI 9 (Linux 7.1); sockets a confined command creates
+    /// on every kernel by the connect supervisor, and from Landlock ABI 9
+    /// (Linux 7.1) by the kernel too; sockets a confined command binds
     /// itself stay reachable whatever this says. Empty means none: see
     /// [`default_sockets`](crate::default_sockets) for the usual ones
-    /// (the project, the state directory, ssh-agent, gpg-agent).
+    /// (the project, the state directory, ssh-agent, the name and log
+    /// services).
     pub sockets: Vec<Socket>,
     /// Ports of this machine's own addresses (loopback, every local
     /// interface) a confined command may connect to, beside those bound
@@ -135,10 +137,15 @@ impl Policy {
     ///
     /// Closed besides, so that no unconfined process writes for a confined
     /// one: keystrokes pushed into the terminal (`ioctl` `TIOCSTI` and
-    /// `TIOCLINUX` fail with `EPERM`, a seccomp filter, every kernel);
-    /// abstract unix sockets outside the sandbox (ABI 6); pathname unix
-    /// sockets other than [`Policy::sockets`] and the command's own (ABI 9).
-    /// Before ABI 9 the report lists the services still reachable.
+    /// `TIOCLINUX` fail with `EPERM`, a seccomp filter, every kernel); unix
+    /// sockets, pathname and abstract, other than [`Policy::sockets`] and
+    /// those bound inside the sandbox, on every kernel: a helper process,
+    /// forked before the process restricts itself, decides each `connect`,
+    /// `bind` and addressed `sendto` of this process and its children and
+    /// performs the allowed ones (the connect supervisor, see
+    /// `doc/security.md`); from ABI 6 and 9 the kernel guards the same
+    /// sockets for what the supervisor does not see (a datagram sent with
+    /// `sendmsg`). The helper ends when the last confined process does.
     ///
     /// # Errors
     ///
@@ -150,6 +157,9 @@ impl Policy {
     ///   refuses a syscall.
     /// - [`ApplyError::TerminalFilter`] when the seccomp filter against
     ///   terminal injection cannot be installed: then Landlock is not
+    ///   enforced either.
+    /// - [`ApplyError::Supervisor`] when the connect supervisor's helper
+    ///   cannot be started or its filter installed: then Landlock is not
     ///   enforced either.
     ///
     /// In every error case writes are left unconfined. Only `no_new_privs`

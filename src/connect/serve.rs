@@ -461,3 +461,67 @@ fn ctime(meta: &std::fs::Metadata) -> Option<std::time::SystemTime> {
     let nanos = u32::try_from(meta.ctime_nsec()).ok()?;
     std::time::UNIX_EPOCH.checked_add(std::time::Duration::new(secs, nanos))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sockaddr(path: &[u8]) -> Vec<u8> {
+        let mut a = (libc::AF_UNIX as u16).to_ne_bytes().to_vec();
+        a.extend_from_slice(path);
+        a
+    }
+
+    #[test]
+    fn unix_addresses_are_read_as_the_kernel_reads_them() {
+        // A path ends at its first NUL, whatever follows.
+        match parse_unix(&sockaddr(b"/tmp/s.sock\0garbage")) {
+            Some(Unix::Path(p)) => assert_eq!(p, Path::new("/tmp/s.sock")),
+            _ => panic!("not a path"),
+        }
+        // A leading NUL makes every following byte the abstract name.
+        match parse_unix(&sockaddr(b"\0name\0x")) {
+            Some(Unix::Abstract(n)) => assert_eq!(n, b"name\0x"),
+            _ => panic!("not abstract"),
+        }
+        assert!(matches!(parse_unix(&sockaddr(b"")), Some(Unix::Unnamed)));
+        // Another family is not a unix address; too short is nothing.
+        let mut inet = (libc::AF_INET as u16).to_ne_bytes().to_vec();
+        inet.extend_from_slice(&[0x1f, 0x90, 127, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0]);
+        assert!(parse_unix(&inet).is_none());
+        assert_eq!(
+            parse_inet(&inet),
+            Some(SocketAddr::from(([127, 0, 0, 1], 8080)))
+        );
+        assert!(parse_unix(&[1]).is_none());
+    }
+
+    #[test]
+    fn a_bind_path_splits_into_its_directory_and_name() {
+        let (dir, name) = split_parent(Path::new("/tmp/a/s.sock"), None).expect("split");
+        assert_eq!(
+            (dir.as_path(), name.as_path()),
+            (Path::new("/tmp/a"), Path::new("s.sock"))
+        );
+        let (dir, _) = split_parent(Path::new("/s.sock"), None).expect("split");
+        assert_eq!(dir, Path::new("/"));
+        // A trailing slash or `..` names no socket file.
+        assert_eq!(split_parent(Path::new("/tmp/a/"), None), Err(libc::EINVAL));
+        assert_eq!(split_parent(Path::new("/tmp/.."), None), Err(libc::EINVAL));
+        // Relative names are taken in the caller's directory.
+        let cwd = File::open("/").expect("open /");
+        let (dir, name) = split_parent(Path::new("s.sock"), Some(&cwd)).expect("split");
+        assert_eq!(dir, proc_fd(&cwd));
+        assert_eq!(name, Path::new("s.sock"));
+    }
+
+    #[test]
+    fn a_socket_path_too_long_for_sun_path_is_refused() {
+        assert_eq!(
+            unix_address(Path::new(&"x".repeat(108))),
+            Err(libc::ENAMETOOLONG)
+        );
+        let a = unix_address(Path::new("/proc/self/fd/7")).expect("fits");
+        assert_eq!(a.len(), 2 + 15 + 1);
+    }
+}

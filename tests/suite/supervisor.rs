@@ -592,3 +592,40 @@ fn name_and_user_lookups_keep_working_under_the_supervisor() {
         );
     }
 }
+
+#[test]
+fn a_connect_that_waits_stalls_no_other_confined_command() {
+    let h = FakeHome::new();
+    let prepared = strument_sandbox::Policy {
+        writable: vec![h.project.clone().into()],
+        ..strument_sandbox::Policy::default()
+    }
+    .prepare()
+    .expect("prepare");
+    // A: fills a socket's backlog (non-blocking connects answer EAGAIN),
+    // then connects blocking: the supervisor's call waits for a slot.
+    let stuck = format!(
+        "import socket\np = '{}'\ns = socket.socket(socket.AF_UNIX); s.bind(p); s.listen(0)\nkeep = []\n\
+         while True:\n    c = socket.socket(socket.AF_UNIX); c.setblocking(False)\n    \
+         try:\n        c.connect(p); keep.append(c)\n    except BlockingIOError:\n        break\n\
+         print('full', flush=True)\nsocket.socket(socket.AF_UNIX).connect(p)\nprint('never', flush=True)",
+        h.project.join("full.sock").display()
+    );
+    let mut a = Command::new(python());
+    a.args(["-c", &stuck]).stdout(Stdio::piped());
+    prepared.confine(&mut a);
+    let mut a = a.spawn().expect("spawn A");
+    let mut line = String::new();
+    BufReader::new(a.stdout.take().expect("stdout"))
+        .read_line(&mut line)
+        .expect("read A");
+    assert_eq!(line.trim(), "full");
+    // B, another command of the same supervisor, binds and connects freely.
+    let mut b = Command::new(python());
+    b.args([fixture().as_str(), "own"]).arg(&h.project);
+    prepared.confine(&mut b);
+    let out = b.output().expect("run B");
+    let _ = a.kill();
+    let _ = a.wait();
+    assert!(stdout(&out).contains("own abstract ok"), "{}", show(&out));
+}

@@ -45,7 +45,7 @@ one: typing into the terminal (TIOCSTI) is refused on every kernel, and so
 is every unix socket other than the project's, the state directory's,
 ssh-agent's, the name and log services' and --allow-socket ones, and those the
 command binds itself (a connect supervisor in this process decides each
-connect; Linux 7.1 checks pathname sockets a second time). Each refused socket
+connect; from Linux 7.1 Landlock guards the same sockets). Each refused socket
 is named after the command, with the --allow-socket that would allow it.
 gpg-agent is not allowed by default: naming its socket also lets a command
 delete and import secret keys. The same holds for this machine's own

@@ -79,7 +79,9 @@ pub(crate) fn report_lines(report: &Report) -> Vec<String> {
 /// How a confined command reaches unix sockets on this kernel.
 pub(crate) fn mediation_line(abi: u32) -> String {
     let second = if abi >= Feature::ResolveUnix.since_abi() {
-        format!("; Landlock ABI {abi} checks pathname sockets a second time (RESOLVE_UNIX)")
+        format!(
+            "; Landlock ABI {abi} grants RESOLVE_UNIX on the same sockets, for what the supervisor does not see"
+        )
     } else {
         String::new()
     };
