@@ -15,6 +15,7 @@ use crate::connect::{Rules, Supervisor};
 
 use crate::error::{ApplyError, PolicyError};
 use crate::git::{COMMON_DIR_PARTS, COMMON_DIR_REFTABLE, is_git_dir, points_back};
+use crate::local_net::{LocalNet, LocalPort};
 use crate::prepared::Prepared;
 use crate::probe::{Availability, probe};
 use crate::report::{Granted, Report, Skipped, Warning};
@@ -71,6 +72,13 @@ pub struct Policy {
     /// (the project, the state directory, ssh-agent, the name and log
     /// services).
     pub sockets: Vec<Root>,
+    /// Ports of this machine's own addresses (loopback, every local
+    /// interface) a confined command may connect to, beside those bound
+    /// inside the sandbox; every other port there is refused, and other
+    /// hosts are never mediated. Empty means none: see
+    /// [`default_local_ports`](crate::local_net::default_local_ports) for
+    /// the usual ones (the system resolver, a proxy from the environment).
+    pub local_ports: Vec<LocalPort>,
 }
 
 /// A root opened with `O_PATH`, ready to become a rule.
@@ -252,7 +260,9 @@ impl Policy {
                 }
             })?;
         }
-        let supervisor = Supervisor::new(connect_rules(&open)).map_err(ApplyError::Supervisor)?;
+        let mut rules = connect_rules(&open);
+        rules.net = Arc::new(LocalNet::new(self.local_ports.clone()));
+        let supervisor = Supervisor::new(rules).map_err(ApplyError::Supervisor)?;
         Ok(Prepared::new(report, Arc::new(fd), filter, supervisor))
     }
 
@@ -270,6 +280,7 @@ impl Policy {
             warnings: Vec::new(),
             sockets: Vec::new(),
             skipped_sockets: Vec::new(),
+            local_ports: self.local_ports.clone(),
         };
         if availability.supported() && abi::test_cap().is_some() {
             report.warnings.push(Warning::TestAbiCap {

@@ -32,6 +32,7 @@ pub(crate) use filter::NotifyFilter;
 use rules::Bound;
 pub(crate) use rules::Rules;
 
+use crate::local_net::{self, Listener, Transport};
 use crate::services::ServiceKind;
 use crate::sys;
 
@@ -43,6 +44,13 @@ pub enum ConnectTarget {
     Path(PathBuf),
     /// An abstract unix socket name, without its leading NUL.
     Abstract(Vec<u8>),
+    /// A port of this machine's own addresses.
+    Port {
+        /// The address and port, as the command gave them.
+        address: SocketAddr,
+        /// TCP or UDP.
+        transport: Transport,
+    },
 }
 
 impl fmt::Display for ConnectTarget {
@@ -50,6 +58,9 @@ impl fmt::Display for ConnectTarget {
         match self {
             ConnectTarget::Path(p) => write!(f, "{}", p.display()),
             ConnectTarget::Abstract(name) => write!(f, "@{}", String::from_utf8_lossy(name)),
+            ConnectTarget::Port { address, transport } => {
+                write!(f, "{} {address}", transport.name())
+            }
         }
     }
 }
@@ -88,6 +99,9 @@ pub struct RefusedConnect {
     pub service: Option<ServiceKind>,
     /// How many times it was tried.
     pub attempts: u32,
+    /// For a port of this machine: the process listening there, as far as
+    /// this user can see it, looked up once the command has ended.
+    pub listener: Option<Listener>,
 }
 
 impl RefusedConnect {
@@ -97,12 +111,14 @@ impl RefusedConnect {
             ConnectTarget::Abstract(name) => {
                 crate::services::service_at(Path::new(std::ffi::OsStr::from_bytes(name)))
             }
+            ConnectTarget::Port { .. } => None,
         };
         RefusedConnect {
             command: command as u32,
             target,
             service,
             attempts: 1,
+            listener: None,
         }
     }
 
@@ -123,6 +139,7 @@ impl RefusedConnect {
         match &self.target {
             ConnectTarget::Path(p) => Some(format!("--allow-socket {}", p.display())),
             ConnectTarget::Abstract(_) => None,
+            ConnectTarget::Port { address, .. } => Some(local_net::allow_option(*address)),
         }
     }
 }
@@ -139,6 +156,13 @@ impl fmt::Display for RefusedConnect {
                 kind.allows()
             )?,
             None => write!(f, "{}", self.target)?,
+        }
+        match &self.listener {
+            Some(listener) => write!(f, ", where {listener} listens")?,
+            None if matches!(self.target, ConnectTarget::Port { .. }) => {
+                write!(f, ", a service of this machine")?;
+            }
+            None => {}
         }
         if self.attempts > 1 {
             write!(f, ", {} times", self.attempts)?;
@@ -206,8 +230,13 @@ impl Shared {
     }
 
     /// Records the address a performed bind gave a socket: an abstract
-    /// name (also one the kernel chose), or an IP address and port.
-    fn learn_address(&self, local: &[u8]) {
+    /// name (also one the kernel chose), or an IP address and port with
+    /// the socket's transport.
+    fn learn_address(&self, local: &[u8], transport: Transport) {
+        if let Some(addr) = inet(local) {
+            self.rules.net.bound(addr, transport);
+            return;
+        }
         let Ok(mut bound) = self.bound.lock() else {
             return;
         };
@@ -217,8 +246,6 @@ impl Shared {
             .map(|f| i32::from(u16::from_ne_bytes(f)));
         if family == Some(libc::AF_UNIX) && local.get(2) == Some(&0) {
             bound.abstract_names.insert(local[3..].to_vec());
-        } else if let Some(addr) = inet(local) {
-            bound.inet.push(addr);
         }
     }
 }
@@ -365,8 +392,16 @@ impl Supervisor {
         let Ok(mut list) = self.shared.refused.lock() else {
             return Vec::new();
         };
-        let (mine, rest) = list.drain(..).partition(|r| r.command == command);
+        let (mut mine, rest): (Vec<RefusedConnect>, _) =
+            list.drain(..).partition(|r| r.command == command);
         *list = rest;
+        drop(list);
+        // Off the refused call's path: a scan of /proc for each port.
+        for refused in &mut mine {
+            if let ConnectTarget::Port { address, transport } = refused.target {
+                refused.listener = local_net::find_listener(address, transport);
+            }
+        }
         mine
     }
 }

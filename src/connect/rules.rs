@@ -5,7 +5,10 @@
 use std::collections::HashSet;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::SystemTime;
+
+use crate::local_net::{LocalNet, Reach, Transport};
 
 /// Where a `connect` or `sendto` goes, as the supervisor read and resolved it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -21,8 +24,8 @@ pub(crate) enum Destination {
     },
     /// An abstract unix socket name, without the leading NUL.
     Abstract(Vec<u8>),
-    /// An IPv4 or IPv6 address.
-    Inet(SocketAddr),
+    /// An IPv4 or IPv6 address, and the socket's transport.
+    Inet(SocketAddr, Transport),
     /// Anything else: an unnamed unix address, `AF_UNSPEC` (disconnect),
     /// families the sandbox does not mediate. The kernel judges them.
     Other,
@@ -55,6 +58,9 @@ pub(crate) struct Rules {
     /// inside: otherwise a confined command could move a socket it may not
     /// reach (tmux's, in a writable `/tmp`) into the project.
     pub(crate) since: Option<SystemTime>,
+    /// This machine's own addresses, the ports the policy names on them,
+    /// and those bound inside.
+    pub(crate) net: Arc<LocalNet>,
 }
 
 /// What processes of the sandbox bound, learnt from the binds the
@@ -65,8 +71,6 @@ pub(crate) struct Bound {
     pub(crate) files: HashSet<(u64, u64)>,
     /// Abstract names.
     pub(crate) abstract_names: HashSet<Vec<u8>>,
-    /// IPv4 and IPv6 addresses with the port the kernel chose.
-    pub(crate) inet: Vec<SocketAddr>,
 }
 
 impl Rules {
@@ -83,10 +87,10 @@ impl Rules {
                     || (beneath(resolved, &self.socket_dirs) && self.unchanged(*changed))
             }
             Destination::Abstract(name) => bound.abstract_names.contains(name),
-            // This machine's own addresses are the next route to close;
-            // until then every address is allowed, but performed here, so
-            // that the address judged is the address used.
-            Destination::Inet(_) | Destination::Other => true,
+            // Other hosts pass, performed here all the same, so that the
+            // address judged is the address used.
+            Destination::Inet(to, transport) => self.net.reach(*to, *transport) != Reach::Refused,
+            Destination::Other => true,
         };
         if allowed {
             Verdict::Allow
@@ -140,6 +144,7 @@ mod tests {
             socket_files: [(1, 7)].into(),
             bind_dirs: vec!["/tmp".into()],
             since: Some(start),
+            ..Rules::default()
         };
         let mut bound = Bound::default();
         let agent = path("/tmp/ssh-x/agent.1", 7, after);
@@ -162,6 +167,17 @@ mod tests {
         assert_eq!(rules.connect(&name, &bound), Verdict::Refuse);
         bound.abstract_names.insert(b"svc".to_vec());
         assert_eq!(rules.connect(&name, &bound), Verdict::Allow);
+
+        // This machine's ports are refused unless bound inside; other
+        // hosts pass.
+        let ssh = Destination::Inet("127.0.0.1:22".parse().unwrap(), Transport::Tcp);
+        assert_eq!(rules.connect(&ssh, &bound), Verdict::Refuse);
+        rules
+            .net
+            .bound("0.0.0.0:22".parse().unwrap(), Transport::Tcp);
+        assert_eq!(rules.connect(&ssh, &bound), Verdict::Allow);
+        let web = Destination::Inet("192.0.2.80:443".parse().unwrap(), Transport::Tcp);
+        assert_eq!(rules.connect(&web, &bound), Verdict::Allow);
 
         assert_eq!(rules.bind(Path::new("/tmp/x")), Verdict::Allow);
         assert_eq!(rules.bind(Path::new("/home/me")), Verdict::Refuse);

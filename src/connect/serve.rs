@@ -15,6 +15,7 @@ use std::sync::Arc;
 use super::filter::{self, Call};
 use super::rules::{Destination, Verdict};
 use super::{RefusedConnect, Shared, Target};
+use crate::local_net::{self, Transport};
 use crate::sys;
 
 /// The most of a `sendto` buffer copied: a datagram larger than this is
@@ -74,6 +75,10 @@ struct Work {
     bind_into: Option<(File, PathBuf)>,
     data: Vec<u8>,
     flags: i32,
+    /// A UDP socket sending to this machine: the port the kernel gives it
+    /// on the way is learnt as bound inside, so that a server of the
+    /// sandbox can answer it.
+    udp_local: bool,
 }
 
 /// Reads the call's address (and data) from the thread, fetches its
@@ -130,6 +135,7 @@ fn prepare(
         bind_into: None,
         data,
         flags,
+        udp_local: false,
     };
     let destination = match (call, unix) {
         (Call::Bind, Some(Unix::Path(path))) => {
@@ -181,7 +187,12 @@ fn prepare(
         }
         (_, Some(Unix::Abstract(name))) => Destination::Abstract(name),
         (_, Some(Unix::Unnamed)) | (_, None) => match parse_inet(&work.address) {
-            Some(inet) => Destination::Inet(inet),
+            Some(inet) => {
+                let transport = transport_of(&work.socket);
+                work.udp_local =
+                    transport == Transport::Udp && shared.rules.net.is_local(inet.ip());
+                Destination::Inet(inet, transport)
+            }
             None => Destination::Other,
         },
     };
@@ -206,6 +217,25 @@ fn prepare(
                     return Err(libc::ECONNREFUSED);
                 }
                 (Target::Abstract(name), libc::EPERM)
+            }
+            // Gradle's cache-lock ping to the user's own daemon: it only
+            // makes the owner release a lock on a shared cache.
+            Destination::Inet(_, Transport::Udp)
+                if call == Call::SendTo && local_net::is_gradle_lock_ping(&work.data) =>
+            {
+                return Ok(Some(work));
+            }
+            Destination::Inet(address, transport) => {
+                // A port nobody listens on is refused the way the kernel
+                // refuses it: a client waiting for a server it started
+                // itself retries on ECONNREFUSED, not on EACCES.
+                if transport == Transport::Tcp
+                    && call == Call::Connect
+                    && !local_net::listening(address, transport)
+                {
+                    return Err(libc::ECONNREFUSED);
+                }
+                (Target::Port { address, transport }, libc::EACCES)
             }
             _ => return Err(libc::EACCES),
         };
@@ -237,9 +267,14 @@ impl Work {
         if let (Ok(_), Some((dir, name))) = (&outcome, &self.bind_into) {
             shared.learn_file(self.socket.as_fd(), dir, name);
         }
+        if outcome.is_ok() && self.udp_local {
+            if let Ok(local) = sys::local_address(self.socket.as_fd()) {
+                shared.learn_address(&local, Transport::Udp);
+            }
+        }
         if outcome.is_ok() && self.call == Call::Bind && self.bind_into.is_none() {
             if let Ok(local) = sys::local_address(self.socket.as_fd()) {
-                shared.learn_address(&local);
+                shared.learn_address(&local, transport_of(&self.socket));
             }
         }
         respond(listener, id, outcome);
@@ -248,10 +283,12 @@ impl Work {
     /// Whether performing this may wait: a blocking socket connecting to
     /// another host, or sending (tried without waiting first).
     fn may_block(&self) -> bool {
-        let remote = match self.call {
-            Call::Connect => parse_inet(&self.address).is_some_and(|a| !a.ip().is_loopback()),
-            Call::Bind | Call::SendTo => false,
-        };
+        // A UDP connect only names the peer: it never waits.
+        let remote = !self.udp_local
+            && match self.call {
+                Call::Connect => parse_inet(&self.address).is_some_and(|a| !a.ip().is_loopback()),
+                Call::Bind | Call::SendTo => false,
+            };
         remote && !sys::is_nonblocking(self.socket.as_fd()).unwrap_or(true)
     }
 
@@ -284,6 +321,11 @@ impl Work {
         };
         result.map_err(|e| errno_of(&e))
     }
+}
+
+/// The transport of an IPv4 or IPv6 socket, by its protocol.
+fn transport_of(socket: &OwnedFd) -> Transport {
+    Transport::from_protocol(sys::socket_protocol(socket.as_fd()).unwrap_or(0))
 }
 
 fn respond(listener: &OwnedFd, id: u64, outcome: Outcome) {
