@@ -128,9 +128,10 @@ pub(crate) fn mediation_line(abi: u32) -> String {
         String::new()
     };
     format!(
-        "sockets: every connect, bind and addressed sendto is decided by the connect supervisor \
-         (seccomp user notification, performed for the command): a socket listed here, one \
-         beneath the project or state directory, or one bound inside the sandbox{second}"
+        "sockets: every connect and addressed sendto is decided by the connect supervisor \
+         (seccomp user notification, performed for the command; binds are Landlock's): a \
+         socket listed here, one beneath the project or state directory, or one bound inside \
+         the sandbox{second}"
     )
 }
 
