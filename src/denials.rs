@@ -1,479 +1,970 @@
-//! After the fact: the accesses the kernel refused a command, read from
-//! the audit records Landlock emits from ABI 7 on.
+//! After the fact: the writes the kernel refused a command, each with what
+//! would have let it through.
+//!
+//! The unconfined parent traces its confined child. A seccomp filter
+//! (`denials/filter.rs`) stops the write-shaped system calls only, for the tracer;
+//! the tracer (`denials/trace.rs`) lets each run and reads its result at its exit. A
+//! call that failed with `EACCES`, `EPERM` or `EXDEV` is a candidate, and
+//! [`Report::explain`] decides whether the sandbox refused it: what the
+//! kernel really answered, judged by the same model as `explain`. Works
+//! for an ordinary user on every kernel with Landlock (ABI 1 on): `ptrace`
+//! of one's own child needs no privilege.
 
+mod filter;
+mod trace;
+
+use std::collections::HashMap;
+use std::io;
 use std::os::fd::OwnedFd;
-use std::os::unix::ffi::OsStringExt;
+use std::os::unix::process::ExitStatusExt;
 use std::path::PathBuf;
 use std::process::{Command, ExitStatus};
-use std::time::{Duration, Instant};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
-use crate::abi::Feature;
-use crate::error::DenialLogError;
-use crate::explain::Verdict;
-use crate::probe::Availability;
+use crate::error::TraceError;
+use crate::explain::{Explanation, Verdict};
+use crate::refusals::{self, Refusal};
 use crate::report::Report;
 use crate::sys;
 use crate::terminal::TerminalFilter;
 use crate::wait::Waiter;
-use std::sync::Arc;
+use filter::TraceFilter;
+use trace::{Failed, Shared};
 
-/// `AUDIT_GET`: asks for the audit status.
-const AUDIT_GET: u16 = 1000;
-/// `AUDIT_LANDLOCK_ACCESS`: one refused access.
-const AUDIT_LANDLOCK_ACCESS: u16 = 1423;
-/// `AUDIT_LANDLOCK_DOMAIN`: a sandbox (domain) allocated or freed.
-const AUDIT_LANDLOCK_DOMAIN: u16 = 1424;
-/// `NLMSG_ERROR`: the kernel's answer to a refused request.
-const NLMSG_ERROR: u16 = 2;
-/// Size of `struct nlmsghdr`.
-const NLMSG_HDRLEN: usize = 16;
+/// At most this many distinct refusals are kept; later ones are counted in
+/// [`Denied::dropped`], so a command that retries forever cannot exhaust
+/// the caller's memory.
+pub const MAX_DENIALS: usize = 1000;
 
-/// One access the kernel refused the command, as its audit record says.
+/// What a refused system call asked to do to the file system.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[cfg_attr(
+    feature = "serde",
+    derive(serde::Serialize),
+    serde(rename_all = "kebab-case")
+)]
+#[non_exhaustive]
+pub enum Operation {
+    /// Opening an existing file for writing (or truncating it on open).
+    Write,
+    /// Creating a file (`open` with `O_CREAT`, `creat`).
+    Create,
+    /// Creating a directory.
+    MakeDir,
+    /// Creating a device, fifo or socket file (`mknod`).
+    MakeNode,
+    /// Removing a file (`unlink`).
+    Remove,
+    /// Removing a directory (`rmdir`, `unlinkat(AT_REMOVEDIR)`).
+    RemoveDir,
+    /// Moving (renaming) a file: from the first path to the second.
+    Rename,
+    /// Making a hard link: to the first path, as the second.
+    Link,
+    /// Creating a symlink.
+    Symlink,
+    /// Truncating a file by name (`truncate`).
+    Truncate,
+}
+
+impl Operation {
+    /// A short stable name, for programs: `write`, `create`, `make-dir`,
+    /// `make-node`, `remove`, `remove-dir`, `rename`, `link`, `symlink`,
+    /// `truncate`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// assert_eq!(strument_sandbox::denials::Operation::MakeDir.name(), "make-dir");
+    /// ```
+    #[must_use]
+    pub fn name(self) -> &'static str {
+        match self {
+            Operation::Write => "write",
+            Operation::Create => "create",
+            Operation::MakeDir => "make-dir",
+            Operation::MakeNode => "make-node",
+            Operation::Remove => "remove",
+            Operation::RemoveDir => "remove-dir",
+            Operation::Rename => "rename",
+            Operation::Link => "link",
+            Operation::Symlink => "symlink",
+            Operation::Truncate => "truncate",
+        }
+    }
+
+    /// The operation in words, before its path: `creating the directory`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// assert_eq!(strument_sandbox::denials::Operation::Remove.describe(), "removing");
+    /// ```
+    #[must_use]
+    pub fn describe(self) -> &'static str {
+        match self {
+            Operation::Write => "writing",
+            Operation::Create => "creating",
+            Operation::MakeDir => "creating the directory",
+            Operation::MakeNode => "creating the special file",
+            Operation::Remove => "removing",
+            Operation::RemoveDir => "removing the directory",
+            Operation::Rename => "moving",
+            Operation::Link => "hard-linking",
+            Operation::Symlink => "creating the symlink",
+            Operation::Truncate => "truncating",
+        }
+    }
+}
+
+/// One path of a refused call, judged.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize))]
 #[non_exhaustive]
-pub struct Denial {
-    /// What was missing, in the kernel's words: `fs.write_file`,
-    /// `fs.make_reg`, `fs.remove_file`, `fs.refer`, `ptrace`, …
-    pub blockers: Vec<String>,
-    /// The object the right was checked on, when it is a file: the file
-    /// itself for `fs.write_file` and `fs.truncate`, the directory for
-    /// `fs.make_*` and `fs.remove_*`.
+pub struct DeniedPath {
+    /// The path as the program gave it.
+    #[cfg_attr(feature = "serde", serde(serialize_with = "crate::serialize::path"))]
+    pub given: PathBuf,
+    /// Made absolute against the directory it was relative to (the
+    /// process's working directory or the call's directory descriptor),
+    /// read while the process was stopped in the call; `None` when that
+    /// directory could not be read.
     #[cfg_attr(
         feature = "serde",
         serde(serialize_with = "crate::serialize::path_opt")
     )]
-    pub path: Option<PathBuf>,
-    /// The record's fields as the kernel wrote them.
-    pub record: String,
+    pub absolute: Option<PathBuf>,
+    /// [`Report::explain`]'s answer for [`DeniedPath::absolute`]: which
+    /// inode the kernel checks, and the root granting it or the smallest
+    /// `--allow` that would; or why it cannot be judged (`{"error": …}` in
+    /// JSON).
+    #[cfg_attr(feature = "serde", serde(serialize_with = "explanation_or_error"))]
+    pub explanation: Result<Explanation, String>,
+    /// Whether the file system's own permissions (mode and owner, ACLs, a
+    /// read-only mount) let this user do it; when they do not, granting
+    /// the path alone would not make the call succeed.
+    pub permitted: bool,
+    /// When no root grants it because the place is refused on purpose
+    /// (rustup's home, `~/.cargo/bin`, the Nix store, …): what the place is,
+    /// why, and what to do instead ([`refusals::on_purpose`]). An `--allow`
+    /// is then not the answer, and [`Denial::allow`] leaves it out.
+    pub on_purpose: Option<Refusal>,
+}
+
+/// Who refused a call, as [`Report::explain`] and the kernel's errno tell.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(
+    feature = "serde",
+    derive(serde::Serialize),
+    serde(rename_all = "kebab-case")
+)]
+#[non_exhaustive]
+pub enum RefusedBy {
+    /// The sandbox: no root grants a path the call writes (see its
+    /// [`DeniedPath::explanation`]).
+    Sandbox,
+    /// The sandbox, moving or linking between two granted places
+    /// (`EXDEV`): Landlock ABI 1 refuses every move to another directory,
+    /// and later ABIs a move that would give the file rights it did not have.
+    SandboxMove,
+    /// Not the sandbox: the file system itself refuses it, confined or not
+    /// (owner and mode, a read-only mount: [`DeniedPath::permitted`] is
+    /// false), or a root grants every path, so something else did (an
+    /// immutable file, sticky `/tmp`, another security module).
+    FileSystem,
+    /// Cannot tell: a path could not be read or resolved.
+    Unknown,
+}
+
+impl RefusedBy {
+    /// A short stable name: `sandbox`, `sandbox-move`, `file-system`, `unknown`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// assert_eq!(strument_sandbox::denials::RefusedBy::FileSystem.name(), "file-system");
+    /// ```
+    #[must_use]
+    pub fn name(self) -> &'static str {
+        match self {
+            RefusedBy::Sandbox => "sandbox",
+            RefusedBy::SandboxMove => "sandbox-move",
+            RefusedBy::FileSystem => "file-system",
+            RefusedBy::Unknown => "unknown",
+        }
+    }
+}
+
+/// One write the kernel refused a command: the same call on the same
+/// paths with the same answer, however many times it was made.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
+#[non_exhaustive]
+pub struct Denial {
+    /// What the call asked.
+    pub operation: Operation,
+    /// The system call: `openat`, `mkdir`, `renameat2`, …
+    pub syscall: &'static str,
+    /// The errno it failed with: `EACCES`, `EPERM` or `EXDEV`.
+    pub errno: i32,
+    /// The name of the process that made it first (`/proc/PID/comm`).
+    pub program: String,
+    /// Its paths: one, or for a rename or link the source and the destination.
+    pub paths: Vec<DeniedPath>,
+    /// Who refused it.
+    pub refused_by: RefusedBy,
+    /// How many times it was made and refused.
+    pub count: u64,
 }
 
 impl Denial {
-    /// What was refused, for a person: each blocker in words with the
-    /// kernel's name after it, such as `creating a file (fs.make_reg)`.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// assert_eq!(strument_sandbox::denials::Denial::describe_blocker("fs.make_reg"), "creating a file");
-    /// ```
-    #[must_use]
-    pub fn what(&self) -> String {
-        self.blockers
-            .iter()
-            .map(|b| format!("{} ({b})", Denial::describe_blocker(b)))
-            .collect::<Vec<_>>()
-            .join(", ")
-    }
-
-    /// One blocker of Landlock's audit vocabulary (`fs.write_file`,
-    /// `fs.refer`, `ptrace`, …) in words; `an access` for one this
-    /// version does not know.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use strument_sandbox::denials::Denial;
-    /// assert_eq!(Denial::describe_blocker("fs.refer"), "moving or linking between places");
-    /// assert_eq!(Denial::describe_blocker("net.bind_udp"), "an access");
-    /// ```
-    #[must_use]
-    pub fn describe_blocker(blocker: &str) -> &'static str {
-        match blocker {
-            "fs.write_file" => "writing a file",
-            "fs.truncate" => "truncating a file",
-            "fs.make_reg" => "creating a file",
-            "fs.make_dir" => "creating a directory",
-            "fs.make_sym" => "creating a symlink",
-            "fs.make_sock" => "creating a socket",
-            "fs.make_fifo" => "creating a fifo",
-            "fs.make_char" => "creating a character device",
-            "fs.make_block" => "creating a block device",
-            "fs.remove_file" => "removing a file",
-            "fs.remove_dir" => "removing a directory",
-            "fs.refer" => "moving or linking between places",
-            "fs.change_topology" => "mounting",
-            "ptrace" => "tracing a less confined process",
-            _ => "an access",
-        }
-    }
-
-    /// Whether [`Denial::path`] is the directory something was created in
-    /// or removed from (`fs.make_*`, `fs.remove_*`), rather than the file
-    /// written.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// # fn check(d: &strument_sandbox::denials::Denial) {
-    /// let preposition = if d.in_directory() { "in" } else { "on" };
-    /// # }
-    /// ```
-    #[must_use]
-    pub fn in_directory(&self) -> bool {
-        self.blockers
-            .iter()
-            .any(|b| b.starts_with("fs.make_") || b.starts_with("fs.remove_"))
-    }
-
-    /// What would have let the access through, judged against the policy's
-    /// `report`; `None` when the record names no file.
+    /// The paths a root would have to grant, each with the smallest root
+    /// that would: those no root grants now.
     ///
     /// # Examples
     ///
     /// ```no_run
     /// use std::process::Command;
-    /// use strument_sandbox::{denials::Advice, Policy};
+    /// use strument_sandbox::Policy;
     ///
     /// let prepared = Policy { writable: vec!["/home/me/project".into()], ..Policy::default() }.prepare()?;
-    /// let audited = prepared.status_with_denials(&mut Command::new("make"))?;
-    /// for denial in &audited.denials {
-    ///     if let Some(Advice::Allow(path)) = denial.advice(prepared.report()) {
-    ///         eprintln!("{}: grant {} to allow it", denial.what(), path.display());
+    /// let denied = prepared.status_with_denials(Command::new("make").arg("install"))?;
+    /// for denial in &denied.denials {
+    ///     for allow in denial.allow() {
+    ///         eprintln!("{denial}: --allow {}", allow.display());
     ///     }
     /// }
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     #[must_use]
-    pub fn advice(&self, report: &Report) -> Option<Advice> {
-        let path = self.path.as_ref()?;
-        Some(match report.explain(path) {
-            Ok(e) => match e.verdict {
-                Verdict::Denied { allow, .. } => Advice::Allow(allow),
-                Verdict::Granted(root) => Advice::OtherEnd(root.path),
-            },
-            Err(err) => Advice::Unknown(err.to_string()),
-        })
+    pub fn allow(&self) -> Vec<PathBuf> {
+        self.paths
+            .iter()
+            .filter(|p| p.on_purpose.is_none())
+            .filter_map(|p| needed_root(self.operation, p))
+            .map(|(allow, _)| allow)
+            .collect()
     }
-}
 
-/// What would have let a refused access through: [`Denial::advice`].
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Advice {
-    /// No root grants the path; granting this one (the smallest that
-    /// would) lets the write land.
-    Allow(PathBuf),
-    /// The path is writable through this root, so the refused access was
-    /// the other end of a rename or link, outside the roots.
-    OtherEnd(PathBuf),
-    /// The path cannot be judged now (it moved, or a directory on the way
-    /// is gone); the reason.
-    Unknown(String),
-}
-
-impl std::fmt::Display for Advice {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Advice::Allow(path) => {
-                write!(f, "no root grants it; granting {} would", path.display())
-            }
-            Advice::OtherEnd(root) => write!(
-                f,
-                "writable through {}, so the other end of a rename or link was outside the roots",
-                root.display()
-            ),
-            Advice::Unknown(why) => write!(f, "cannot explain: {why}"),
+    /// The errno's symbolic name.
+    fn errno_name(&self) -> &'static str {
+        match self.errno {
+            libc::EACCES => "EACCES",
+            libc::EPERM => "EPERM",
+            libc::EXDEV => "EXDEV",
+            _ => "error",
         }
     }
 }
 
-/// What [`Prepared::status_with_denials`](crate::Prepared::status_with_denials) observed.
+impl std::fmt::Display for Denial {
+    /// One line: what was refused, the call as made, and why or what to
+    /// allow.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let shown = |p: &DeniedPath| {
+            p.absolute
+                .as_ref()
+                .unwrap_or(&p.given)
+                .display()
+                .to_string()
+        };
+        let targets: Vec<String> = self.paths.iter().map(shown).collect();
+        let joiner = if self.operation == Operation::Link {
+            " as "
+        } else {
+            " to "
+        };
+        write!(
+            f,
+            "refused {} {}",
+            self.operation.describe(),
+            targets.join(joiner)
+        )?;
+        // The paths as given, where they differ from the absolute ones above.
+        let mut call = format!("{}: {}", self.program, self.syscall);
+        for p in &self.paths {
+            match &p.absolute {
+                Some(a) if a == &p.given => {}
+                Some(a) => {
+                    let dir = a.parent().unwrap_or(a);
+                    call.push_str(&format!(" {:?} in {}", p.given, dir.display()));
+                }
+                None => call.push_str(&format!(" {:?}", p.given)),
+            }
+        }
+        write!(f, " ({call}, {})", self.errno_name())?;
+        match self.refused_by {
+            RefusedBy::Sandbox => {
+                let mut first = true;
+                for p in &self.paths {
+                    let Ok(e) = &p.explanation else { continue };
+                    let Verdict::Denied { allow, skipped } = &e.verdict else {
+                        continue;
+                    };
+                    f.write_str(if first { ": " } else { "; " })?;
+                    first = false;
+                    if self.paths.len() > 1 {
+                        write!(f, "{}: ", shown(p))?;
+                    }
+                    if let Some(refusal) = &p.on_purpose {
+                        write!(f, "{refusal}")?;
+                        continue;
+                    }
+                    let (allow, in_directory) =
+                        needed_root(self.operation, p).unwrap_or((allow.clone(), false));
+                    if in_directory {
+                        write!(
+                            f,
+                            "no root grants {}, the directory it is in",
+                            allow.display()
+                        )?;
+                    } else if e.exists {
+                        f.write_str("no root grants it")?;
+                    } else {
+                        write!(
+                            f,
+                            "no root grants {}, where it would be created",
+                            e.checked.display()
+                        )?;
+                    }
+                    for s in skipped {
+                        write!(
+                            f,
+                            " (the policy lists {}, but it grants nothing: {})",
+                            s.path.display(),
+                            s.reason
+                        )?;
+                    }
+                    write!(f, "; to allow it: --allow {}", allow.display())?;
+                    if !p.permitted {
+                        f.write_str(
+                            ", though the file system's own permissions refuse it too, \
+                             so --allow alone would not do",
+                        )?;
+                    }
+                }
+            }
+            RefusedBy::SandboxMove => {
+                let roots = granting_roots(&self.paths);
+                if roots.len() == 1 {
+                    write!(
+                        f,
+                        ": both ends are writable (granted by {}), but Landlock ABI 1 refuses \
+                         every move to another directory (Linux 5.19, ABI 2, lifts it)",
+                        roots.join(" and ")
+                    )?;
+                } else {
+                    write!(
+                        f,
+                        ": both ends are writable (granted by {}), but the sandbox lets a \
+                         file move between roots only where it gains no rights",
+                        roots.join(" and ")
+                    )?;
+                }
+            }
+            RefusedBy::FileSystem => {
+                let roots = granting_roots(&self.paths);
+                let granted = if roots.is_empty() {
+                    "outside the roots too".to_owned()
+                } else {
+                    format!("{} grants it", roots.join(" and "))
+                };
+                write!(
+                    f,
+                    ": not the sandbox ({granted}): the file system itself refuses it \
+                     (owner and mode, a read-only mount, an immutable file), confined or not"
+                )?;
+            }
+            RefusedBy::Unknown => {
+                let why: Vec<&str> = self
+                    .paths
+                    .iter()
+                    .filter_map(|p| p.explanation.as_ref().err().map(String::as_str))
+                    .collect();
+                write!(f, ": cannot tell why: {}", why.join("; "))?;
+            }
+        }
+        if self.count > 1 {
+            write!(f, " ({} times)", self.count)?;
+        }
+        Ok(())
+    }
+}
+
+/// The smallest root that would let `operation` through at `p`, when no
+/// root grants it, and whether that is the directory `p` is in:
+/// [`Report::explain`]'s answer, except that an existing entry removed,
+/// moved or replaced is a change to its directory, which only a root over
+/// the directory grants (a file root grants writing the file alone).
+fn needed_root(operation: Operation, p: &DeniedPath) -> Option<(PathBuf, bool)> {
+    let Ok(e) = &p.explanation else { return None };
+    let Verdict::Denied { allow, .. } = &e.verdict else {
+        return None;
+    };
+    let changes_entry = !matches!(operation, Operation::Write | Operation::Truncate);
+    match e.checked.parent() {
+        Some(dir) if e.exists && changes_entry => Some((dir.to_path_buf(), true)),
+        _ => Some((allow.clone(), false)),
+    }
+}
+
+/// [`DeniedPath::explanation`] in JSON: the explanation, or `{"error": why}`.
+#[cfg(feature = "serde")]
+fn explanation_or_error<S: serde::Serializer>(
+    explanation: &Result<Explanation, String>,
+    s: S,
+) -> Result<S::Ok, S::Error> {
+    use serde::Serialize;
+    use serde::ser::SerializeMap;
+    match explanation {
+        Ok(e) => e.serialize(s),
+        Err(why) => {
+            let mut m = s.serialize_map(Some(1))?;
+            m.serialize_entry("error", why)?;
+            m.end()
+        }
+    }
+}
+
+/// The roots granting `paths`, each named once.
+fn granting_roots(paths: &[DeniedPath]) -> Vec<String> {
+    let mut roots: Vec<String> = Vec::new();
+    for p in paths {
+        if let Ok(Explanation {
+            verdict: Verdict::Granted(root),
+            ..
+        }) = &p.explanation
+        {
+            let root = root.path.display().to_string();
+            if !roots.contains(&root) {
+                roots.push(root);
+            }
+        }
+    }
+    roots
+}
+
+/// What [`Prepared::status_with_denials`](crate::Prepared::status_with_denials)
+/// observed: how the command ended and the writes it was refused.
 #[derive(Debug)]
 #[non_exhaustive]
-pub struct Audited {
+pub struct Denied {
     /// The command's pid, for [`Prepared::refused_connects`](crate::Prepared::refused_connects).
     pub command: u32,
     /// How the command ended.
     pub status: ExitStatus,
-    /// The refused accesses whose records arrived, in order.
+    /// Each distinct refused write, in the order first met, at most
+    /// [`MAX_DENIALS`]; writes refused by the file system rather than the
+    /// sandbox are here too, marked [`RefusedBy::FileSystem`].
     pub denials: Vec<Denial>,
-    /// How many accesses the kernel refused the command's sandbox in all,
-    /// logged or not, from the record it emits when the sandbox is freed;
-    /// `None` when that record did not arrive (a process the command
-    /// started outlives it, or nothing was refused).
-    pub refused: Option<u64>,
-    /// Whether records were lost because they arrived faster than they
-    /// were read (`ENOBUFS`).
-    pub lost: bool,
+    /// Refused writes not kept, past [`MAX_DENIALS`] distinct ones.
+    pub dropped: u64,
 }
 
-/// [`Prepared::status_with_denials`](crate::Prepared::status_with_denials):
-/// runs `cmd` under `ruleset` and `filter`, started and reaped by
-/// `waiter`, reading the refusals it meets.
+/// Collects the failed calls the tracer hears of into [`Denial`]s.
+struct Collector<'r> {
+    report: &'r Report,
+    abi: u32,
+    denials: Vec<Denial>,
+    index: HashMap<Key, usize>,
+    dropped: u64,
+}
+
+/// What makes two refusals the same one.
+#[derive(PartialEq, Eq, Hash)]
+struct Key {
+    syscall: &'static str,
+    errno: i32,
+    paths: Vec<PathBuf>,
+}
+
+impl Collector<'_> {
+    fn add(&mut self, failed: Failed) {
+        let key = Key {
+            syscall: failed.call.name,
+            errno: failed.errno,
+            paths: failed
+                .paths
+                .iter()
+                .map(|(given, absolute)| absolute.as_ref().unwrap_or(given).clone())
+                .collect(),
+        };
+        if let Some(&i) = self.index.get(&key) {
+            self.denials[i].count += 1;
+            return;
+        }
+        if self.denials.len() >= MAX_DENIALS {
+            self.dropped += 1;
+            return;
+        }
+        if let Some(denial) = judge(self.report, self.abi, failed) {
+            self.index.insert(key, self.denials.len());
+            self.denials.push(denial);
+        }
+    }
+}
+
+/// Judges a failed call: who refused it, and for each path what would
+/// grant it. `None` when it was no refusal at all: a rename between two
+/// granted places on different mounts, the kernel's own `EXDEV`, which
+/// `mv` answers by copying.
+fn judge(report: &Report, abi: u32, failed: Failed) -> Option<Denial> {
+    let mut operation = failed.operation;
+    let paths: Vec<DeniedPath> = failed
+        .paths
+        .into_iter()
+        .map(|(given, absolute)| {
+            let explanation = match &absolute {
+                Some(a) => report.explain(a).map_err(|e| e.to_string()),
+                None => Err(format!(
+                    "the directory {} is relative to could not be read",
+                    given.display()
+                )),
+            };
+            let permitted = explanation
+                .as_ref()
+                .is_ok_and(|e| file_system_permits(operation, e));
+            let on_purpose = match (&explanation, &absolute) {
+                (
+                    Ok(Explanation {
+                        verdict: Verdict::Denied { .. },
+                        ..
+                    }),
+                    Some(a),
+                ) => on_purpose(report, a),
+                _ => None,
+            };
+            DeniedPath {
+                given,
+                absolute,
+                explanation,
+                permitted,
+                on_purpose,
+            }
+        })
+        .collect();
+    // `open(O_CREAT)` of a file that exists writes it.
+    if operation == Operation::Create
+        && paths
+            .first()
+            .is_some_and(|p| p.explanation.as_ref().is_ok_and(|e| e.exists))
+    {
+        operation = Operation::Write;
+    }
+    let granted_by = |p: &DeniedPath| match &p.explanation {
+        Ok(Explanation {
+            verdict: Verdict::Granted(root),
+            ..
+        }) => Some(root.path.clone()),
+        _ => None,
+    };
+    // Exhaustive on purpose: a new kind of verdict must be judged here.
+    let outside = |p: &DeniedPath| match &p.explanation {
+        Ok(e) => match &e.verdict {
+            Verdict::Denied { .. } => true,
+            Verdict::Granted(_) => false,
+        },
+        Err(_) => false,
+    };
+    let roots: Vec<PathBuf> = paths.iter().filter_map(granted_by).collect();
+    let all_granted = roots.len() == paths.len();
+    // A write the file system's own permissions refuse fails unconfined
+    // too: no --allow would make it land, so it is reported as theirs.
+    let refused_by = if paths.iter().any(|p| outside(p) && p.permitted) {
+        RefusedBy::Sandbox
+    } else if paths.iter().any(|p| p.explanation.is_ok() && !p.permitted) {
+        RefusedBy::FileSystem
+    } else if !all_granted {
+        RefusedBy::Unknown
+    } else if failed.errno == libc::EXDEV {
+        // Both ends granted: Landlock's refer rule, or a mount boundary.
+        let same_root = roots.windows(2).all(|w| w[0] == w[1]);
+        if abi == 1 || !same_root {
+            RefusedBy::SandboxMove
+        } else {
+            return None;
+        }
+    } else {
+        RefusedBy::FileSystem
+    };
+    Some(Denial {
+        operation,
+        syscall: failed.call.name,
+        errno: failed.errno,
+        program: failed.program,
+        paths,
+        refused_by,
+        count: 1,
+    })
+}
+
+/// The place refused on purpose that `path` is in, if any, in the words of
+/// [`refusals::on_purpose`] (which reads a command's error output: here,
+/// the one line a refused write of `path` would print).
+fn on_purpose(report: &Report, path: &std::path::Path) -> Option<Refusal> {
+    use std::os::unix::ffi::OsStrExt;
+    let mut line = path.as_os_str().as_bytes().to_vec();
+    line.extend_from_slice(b": Permission denied");
+    refusals::on_purpose(report, &line).into_iter().next()
+}
+
+/// Whether the file system's own permissions let this user do
+/// `operation` where `e` says the kernel checks: write the file itself, or
+/// change the directory an entry is made in or removed from.
+fn file_system_permits(operation: Operation, e: &Explanation) -> bool {
+    let (path, mode) = match operation {
+        Operation::Write | Operation::Truncate if e.exists => (e.checked.as_path(), libc::W_OK),
+        _ if e.exists => (
+            e.checked.parent().unwrap_or(&e.checked),
+            libc::W_OK | libc::X_OK,
+        ),
+        _ => (e.checked.as_path(), libc::W_OK | libc::X_OK),
+    };
+    sys::permitted(path, mode).is_ok()
+}
+
+/// Why this process cannot trace its child, when it can tell beforehand.
+fn untraceable() -> Option<String> {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    let tracer = status
+        .lines()
+        .find_map(|l| l.strip_prefix("TracerPid:"))
+        .and_then(|v| v.trim().parse::<u32>().ok())
+        .unwrap_or(0);
+    if tracer != 0 {
+        return Some(format!(
+            "this process is itself traced (by pid {tracer}), and its children would be too: a \
+             process has one tracer"
+        ));
+    }
+    let scope = std::fs::read_to_string("/proc/sys/kernel/yama/ptrace_scope").ok()?;
+    match scope.trim() {
+        "3" => Some("ptrace is disabled on this machine (kernel.yama.ptrace_scope = 3)".into()),
+        // Root has CAP_SYS_PTRACE.
+        "2" if sys::uid() != 0 => Some(
+            "ptrace needs CAP_SYS_PTRACE on this machine (kernel.yama.ptrace_scope = 2)".into(),
+        ),
+        _ => None,
+    }
+}
+
+/// What a [`Waiter`] watching a traced command can see
+/// ([`Waiter::watch`]): the tracer, another thread of this process,
+/// updates it, and wakes the watching thread with `SIGCHLD` at each change
+/// (the command stopped or ended, the trace done).
+#[derive(Debug)]
+pub struct Tracing {
+    shared: Shared,
+    done: AtomicBool,
+    stopped: AtomicBool,
+    /// The thread to wake: the one that called
+    /// [`Prepared::status_with_denials_waiting`](crate::Prepared::status_with_denials_waiting).
+    watcher: libc::pid_t,
+}
+
+impl Tracing {
+    /// Whether the trace is over: the command and every process it
+    /// started have ended.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # fn look(tracing: &strument_sandbox::denials::Tracing) {
+    /// while !tracing.done() { /* wait for SIGCHLD, pass signals on */ }
+    /// # }
+    /// ```
+    #[must_use]
+    pub fn done(&self) -> bool {
+        self.done.load(Ordering::SeqCst)
+    }
+
+    /// Whether the command itself has ended (processes it started may
+    /// still run, and the tracer waits for them).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # fn look(tracing: &strument_sandbox::denials::Tracing) {
+    /// let to = if tracing.command_ended() { tracing.processes() } else { vec![] };
+    /// # }
+    /// ```
+    #[must_use]
+    pub fn command_ended(&self) -> bool {
+        self.shared.root_ended.load(Ordering::SeqCst)
+    }
+
+    /// Whether the command stopped for job control (Ctrl-Z, `SIGSTOP`)
+    /// since this was last asked: a waiter standing between a shell and the
+    /// command stops itself too, so the shell sees the job stopped.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # fn look(tracing: &strument_sandbox::denials::Tracing) {
+    /// if tracing.take_command_stopped() { /* stop this process too */ }
+    /// # }
+    /// ```
+    #[must_use]
+    pub fn take_command_stopped(&self) -> bool {
+        self.stopped.swap(false, Ordering::SeqCst)
+    }
+
+    /// The traced processes and threads alive now (process and thread ids).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # fn look(tracing: &strument_sandbox::denials::Tracing) {
+    /// println!("{} still running", tracing.processes().len());
+    /// # }
+    /// ```
+    #[must_use]
+    pub fn processes(&self) -> Vec<u32> {
+        self.shared
+            .live
+            .lock()
+            .map(|l| l.iter().filter_map(|p| u32::try_from(*p).ok()).collect())
+            .unwrap_or_default()
+    }
+
+    fn wake(&self) {
+        // ESRCH only if that thread is gone, and then nobody is waiting.
+        let _ = sys::signal_thread(self.watcher, libc::SIGCHLD);
+    }
+}
+
+/// [`Prepared::status_with_denials_waiting`](crate::Prepared::status_with_denials_waiting):
+/// runs `cmd` under `ruleset` and `filter`, traced on a thread of its
+/// own while `waiter` watches, and judges what it was refused against
+/// `report`.
 pub(crate) fn status_with_denials(
-    availability: &Availability,
+    report: &Report,
     ruleset: &Arc<OwnedFd>,
     filter: &TerminalFilter,
     connect: crate::connect::ChildHook,
     cmd: &mut Command,
     waiter: &mut dyn Waiter,
-) -> Result<Audited, DenialLogError> {
-    if !availability.has(Feature::AuditLog) {
-        return Err(DenialLogError::Abi {
-            abi: availability.abi,
-        });
+) -> Result<Denied, TraceError> {
+    let trace_filter = TraceFilter::new().ok_or(TraceError::Architecture)?;
+    if let Some(why) = untraceable() {
+        return Err(TraceError::Untraceable(why));
     }
-    let listener = sys::audit_socket().map_err(DenialLogError::Unreadable)?;
-    sys::audit_join_readlog(&listener).map_err(DenialLogError::Unreadable)?;
-    if audit_enabled() == Some(false) {
-        return Err(DenialLogError::AuditOff);
-    }
-    sys::confine_before_exec_with(
-        cmd,
-        Arc::clone(ruleset),
-        filter.clone(),
-        connect,
-        sys::RESTRICT_SELF_LOG_NEW_EXEC_ON,
-    );
-    let mut child = waiter.spawn(cmd).map_err(DenialLogError::Spawn)?;
-    let mut log = Log::new(child.id());
-    // Polled: the records are read between checks, each read waiting
-    // briefly for one.
-    let status = loop {
-        if let Some(status) = waiter.try_wait(&mut child).map_err(DenialLogError::Wait)? {
-            break status;
-        }
-        log.receive(&listener, 50);
+    sys::confine_before_exec(cmd, Arc::clone(ruleset), filter.clone(), connect);
+    // The write-shaped calls stop for the parent, which traces the child.
+    sys::trace_before_exec(cmd, trace_filter.program());
+    waiter.prepare_spawn(cmd);
+    let mut collector = Collector {
+        report,
+        abi: report.landlock.abi,
+        denials: Vec::new(),
+        index: HashMap::new(),
+        dropped: 0,
     };
-    // The last records and the sandbox's release trail the exit.
-    let deadline = Instant::now() + Duration::from_secs(2);
-    let mut quiet_since = Instant::now();
-    while log.refused.is_none() && Instant::now() < deadline {
-        if log.receive(&listener, 20) {
-            quiet_since = Instant::now();
-        } else if quiet_since.elapsed() > Duration::from_millis(300) {
-            break;
-        }
-    }
-    Ok(log.finish(status))
-}
-
-/// Whether kernel auditing is on, when this process may ask
-/// (`CAP_AUDIT_CONTROL`); `None` when it may not or the answer is unclear.
-fn audit_enabled() -> Option<bool> {
-    let socket = sys::audit_socket().ok()?;
-    let mut request = Vec::with_capacity(NLMSG_HDRLEN);
-    request.extend_from_slice(&(NLMSG_HDRLEN as u32).to_ne_bytes());
-    request.extend_from_slice(&AUDIT_GET.to_ne_bytes());
-    request.extend_from_slice(&(libc::NLM_F_REQUEST as u16).to_ne_bytes());
-    request.extend_from_slice(&1u32.to_ne_bytes()); // sequence
-    request.extend_from_slice(&0u32.to_ne_bytes()); // port: the kernel
-    sys::netlink_send(&socket, &request).ok()?;
-    let mut buf = vec![0u8; 8192];
-    for _ in 0..4 {
-        let n = sys::netlink_recv(&socket, &mut buf, 1000).ok()?;
-        let (kind, payload) = message(&buf[..n])?;
-        match kind {
-            // struct audit_status { u32 mask; u32 enabled; … }
-            AUDIT_GET => return Some(u32_at(payload, 4)? != 0),
-            NLMSG_ERROR => return None,
-            _ => {}
-        }
-    }
-    None
-}
-
-/// The type and payload of the first netlink message in a datagram.
-fn message(datagram: &[u8]) -> Option<(u16, &[u8])> {
-    let len = usize::try_from(u32_at(datagram, 0)?).ok()?;
-    let kind = u16::from_ne_bytes(datagram.get(4..6)?.try_into().ok()?);
-    let payload = datagram.get(NLMSG_HDRLEN..len.min(datagram.len()))?;
-    Some((kind, payload))
-}
-
-fn u32_at(bytes: &[u8], at: usize) -> Option<u32> {
-    Some(u32::from_ne_bytes(bytes.get(at..at + 4)?.try_into().ok()?))
-}
-
-/// The records received so far, sorted out for one command.
-struct Log {
-    pid: String,
-    domain: Option<String>,
-    /// Every access record, with its domain: ours is known only once
-    /// its domain record, which follows the first access record, arrives.
-    accesses: Vec<(String, Denial)>,
-    refused: Option<u64>,
-    lost: bool,
-    buf: Vec<u8>,
-}
-
-/// At most this many access records are kept, of every sandbox on the
-/// machine, so that a flood elsewhere cannot exhaust memory.
-const MAX_RECORDS: usize = 100_000;
-
-impl Log {
-    fn new(pid: u32) -> Log {
-        Log {
-            pid: pid.to_string(),
-            domain: None,
-            accesses: Vec::new(),
-            refused: None,
-            lost: false,
-            buf: vec![0u8; 64 * 1024],
-        }
-    }
-
-    /// Waits up to `timeout_ms` for one record; whether one arrived.
-    fn receive(&mut self, socket: &OwnedFd, timeout_ms: i32) -> bool {
-        let n = match sys::netlink_recv(socket, &mut self.buf, timeout_ms) {
-            Ok(0) => return false,
-            Ok(n) => n,
-            Err(e) => {
-                if e.raw_os_error() == Some(libc::ENOBUFS) {
-                    self.lost = true;
+    let tracing = Tracing {
+        shared: Shared::default(),
+        done: AtomicBool::new(false),
+        stopped: AtomicBool::new(false),
+        watcher: sys::thread_id(),
+    };
+    let mut command = 0;
+    let raw = std::thread::scope(|scope| {
+        let (spawned_tx, spawned_rx) = std::sync::mpsc::channel();
+        let collector = &mut collector;
+        let tracing = &tracing;
+        // The tracer: the thread that spawns the command must be the one
+        // that traces it, and waits only for its own children and tracees,
+        // so the caller's other children are never reaped here.
+        let tracer = scope.spawn(move || -> Result<libc::c_int, TraceError> {
+            // Ctrl-Z is for the waiter to follow (Waiter::watch), never for
+            // this thread to take.
+            sys::block_job_control_here();
+            let child = cmd.spawn();
+            let pid = match child.as_ref().map(|c| libc::pid_t::try_from(c.id())) {
+                Ok(Ok(pid)) => pid,
+                _ => {
+                    let _ = spawned_tx.send(None);
+                    return Err(match child {
+                        Err(e) if e.raw_os_error() == Some(libc::EPERM) => {
+                            TraceError::Untraceable(format!("ptrace refused: {e}"))
+                        }
+                        Err(e) => TraceError::Spawn(e),
+                        Ok(_) => TraceError::Spawn(io::Error::other("pid out of range")),
+                    });
                 }
-                return false;
-            }
-        };
-        if let Some((kind, payload)) = message(&self.buf[..n]) {
-            let text = String::from_utf8_lossy(payload);
-            let fields = text
-                .trim_end_matches('\0')
-                .split_once("): ")
-                .map_or("", |(_, rest)| rest)
-                .to_owned();
-            self.record(kind, &fields);
-        }
-        true
-    }
-
-    fn record(&mut self, kind: u16, fields: &str) {
-        let Some(domain) = field(fields, "domain").map(str::to_owned) else {
-            return;
-        };
-        match kind {
-            AUDIT_LANDLOCK_DOMAIN => {
-                if field(fields, "status") == Some("allocated")
-                    && field(fields, "pid") == Some(self.pid.as_str())
-                {
-                    self.domain = Some(domain);
-                } else if field(fields, "status") == Some("deallocated")
-                    && self.domain.as_deref() == Some(domain.as_str())
-                {
-                    self.refused = field(fields, "denials").and_then(|d| d.parse().ok());
+            };
+            let _ = spawned_tx.send(Some(pid));
+            let changed = |stopped: bool| {
+                if stopped {
+                    tracing.stopped.store(true, Ordering::SeqCst);
                 }
+                tracing.wake();
+            };
+            let result = trace::trace(pid, &tracing.shared, &mut |f| collector.add(f), &changed)
+                .map_err(TraceError::Wait);
+            tracing.done.store(true, Ordering::SeqCst);
+            tracing.wake();
+            result
+        });
+        let watched = match spawned_rx.recv() {
+            Ok(Some(pid)) => {
+                command = pid.unsigned_abs();
+                waiter.watch(command, tracing)
             }
-            AUDIT_LANDLOCK_ACCESS if self.accesses.len() < MAX_RECORDS => {
-                let denial = Denial {
-                    blockers: field(fields, "blockers")
-                        .map(|b| b.split(',').map(str::to_owned).collect())
-                        .unwrap_or_default(),
-                    path: field(fields, "path").and_then(untrusted).map(PathBuf::from),
-                    record: fields.to_owned(),
-                };
-                self.accesses.push((domain, denial));
-            }
-            _ => {}
-        }
-    }
-
-    fn finish(self, status: ExitStatus) -> Audited {
-        let domain = self.domain;
-        Audited {
-            command: self.pid.parse().unwrap_or(0),
-            status,
-            denials: self
-                .accesses
-                .into_iter()
-                .filter(|(d, _)| Some(d) == domain.as_ref())
-                .map(|(_, denial)| denial)
-                .collect(),
-            refused: self.refused,
-            lost: self.lost,
-        }
-    }
-}
-
-/// The value of `key=` in an audit record's fields (values hold no
-/// spaces: the kernel hex-encodes any that would).
-fn field<'a>(fields: &'a str, key: &str) -> Option<&'a str> {
-    fields
-        .split(' ')
-        .find_map(|kv| kv.strip_prefix(key)?.strip_prefix('='))
-}
-
-/// Decodes a value the kernel logged with `audit_log_untrustedstring`:
-/// quoted when printable, hex-encoded otherwise.
-fn untrusted(value: &str) -> Option<std::ffi::OsString> {
-    if let Some(quoted) = value.strip_prefix('"') {
-        return Some(quoted.strip_suffix('"').unwrap_or(quoted).into());
-    }
-    if value.len() % 2 != 0 || value.is_empty() {
-        return None;
-    }
-    let bytes = (0..value.len())
-        .step_by(2)
-        .map(|i| u8::from_str_radix(value.get(i..i + 2)?, 16).ok())
-        .collect::<Option<Vec<u8>>>()?;
-    Some(std::ffi::OsString::from_vec(bytes))
+            _ => Ok(()),
+        };
+        let traced = tracer
+            .join()
+            .unwrap_or_else(|_| Err(TraceError::Wait(io::Error::other("the tracer panicked"))));
+        watched.map_err(TraceError::Wait).and(traced)
+    });
+    let raw = raw?;
+    Ok(Denied {
+        command,
+        status: ExitStatus::from_raw(raw),
+        denials: collector.denials,
+        dropped: collector.dropped,
+    })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::Policy;
+    use std::path::Path;
+
+    fn failed(call: &'static str, errno: i32, paths: &[&Path]) -> Failed {
+        let call = filter::tests_support::call(call);
+        Failed {
+            call,
+            operation: call.operation,
+            errno,
+            program: "test".into(),
+            paths: paths
+                .iter()
+                .map(|p| (p.to_path_buf(), Some(p.to_path_buf())))
+                .collect(),
+        }
+    }
 
     #[test]
-    fn fields_and_untrusted_strings_decode_like_the_kernel_writes_them() {
-        let fields =
-            r#"domain=1e253f5e7 blockers=fs.make_reg,fs.refer path="/work/x" dev="vda" ino=5"#;
-        assert_eq!(field(fields, "domain"), Some("1e253f5e7"));
-        assert_eq!(field(fields, "blockers"), Some("fs.make_reg,fs.refer"));
+    fn explain_decides_who_refused() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let base = dir.path().canonicalize().expect("canonical");
+        let (root, other, out) = (base.join("root"), base.join("other"), base.join("out"));
+        for d in [&root, &other, &out] {
+            std::fs::create_dir(d).expect("mkdir");
+        }
+        let report = Policy {
+            writable: vec![root.clone().into(), other.clone().into()],
+            ..Policy::default()
+        }
+        .check()
+        .expect("check");
+        // Outside every root: the sandbox, and the smallest --allow.
+        let d = judge(
+            &report,
+            7,
+            failed("mkdirat", libc::EACCES, &[&out.join("x")]),
+        )
+        .expect("a denial");
+        assert_eq!(d.refused_by, RefusedBy::Sandbox);
+        assert_eq!(d.allow(), [out.as_path()]);
+        assert!(
+            d.to_string()
+                .contains(&format!("--allow {}", out.display())),
+            "{d}"
+        );
+        // Inside a root: not the sandbox.
+        let d = judge(
+            &report,
+            7,
+            failed("mkdirat", libc::EACCES, &[&root.join("x")]),
+        )
+        .expect("a denial");
+        assert_eq!(d.refused_by, RefusedBy::FileSystem);
+        assert!(d.allow().is_empty());
+        // Outside, but the file system refuses it anyway (a read-only
+        // directory): its refusal, not the sandbox's.
+        let locked = out.join("locked");
+        std::fs::create_dir(&locked).expect("mkdir");
+        std::fs::set_permissions(&locked, std::os::unix::fs::PermissionsExt::from_mode(0o555))
+            .expect("chmod");
+        let d = judge(
+            &report,
+            7,
+            failed("mkdirat", libc::EACCES, &[&locked.join("x")]),
+        )
+        .expect("a denial");
+        let root_user = sys::uid() == 0;
         assert_eq!(
-            untrusted(field(fields, "path").expect("path")),
-            Some("/work/x".into())
+            d.refused_by,
+            if root_user {
+                RefusedBy::Sandbox
+            } else {
+                RefusedBy::FileSystem
+            }
         );
-        // "/tmp/a b" has a space, so the kernel hex-encodes it.
-        assert_eq!(untrusted("2F746D702F612062"), Some("/tmp/a b".into()));
-        assert_eq!(untrusted("2F7"), None);
-        assert_eq!(untrusted("zz"), None);
-        assert_eq!(field(fields, "nope"), None);
+        // EXDEV within one root is a mount boundary, not a refusal, except
+        // on ABI 1, which refuses every move to another directory.
+        let within = [root.join("a").as_path(), root.join("b/a").as_path()].map(Path::to_path_buf);
+        let within: Vec<&Path> = within.iter().map(PathBuf::as_path).collect();
+        assert!(judge(&report, 7, failed("renameat2", libc::EXDEV, &within)).is_none());
+        let d = judge(&report, 1, failed("renameat2", libc::EXDEV, &within)).expect("a denial");
+        assert_eq!(d.refused_by, RefusedBy::SandboxMove);
+        // Between two roots: the refer rule.
+        let between = [root.join("a"), other.join("a")];
+        let between: Vec<&Path> = between.iter().map(PathBuf::as_path).collect();
+        let d = judge(&report, 7, failed("renameat2", libc::EXDEV, &between)).expect("a denial");
+        assert_eq!(d.refused_by, RefusedBy::SandboxMove);
+        // Into a place outside: the sandbox, naming the destination only.
+        let out_of = [root.join("a"), out.join("a")];
+        let out_of: Vec<&Path> = out_of.iter().map(PathBuf::as_path).collect();
+        let d = judge(&report, 7, failed("renameat2", libc::EXDEV, &out_of)).expect("a denial");
+        assert_eq!(d.refused_by, RefusedBy::Sandbox);
+        assert_eq!(d.allow(), std::slice::from_ref(&out));
+        // Removing a file outside: its directory is what to grant, not the
+        // file (a file root grants writing it, not removing it).
+        std::fs::write(out.join("f"), "x").expect("write");
+        let d = judge(
+            &report,
+            7,
+            failed("unlinkat", libc::EACCES, &[&out.join("f")]),
+        )
+        .expect("a denial");
+        assert_eq!(d.allow(), std::slice::from_ref(&out));
+        assert!(d.to_string().contains("the directory it is in"), "{d}");
     }
 
     #[test]
-    fn only_the_commands_own_sandbox_is_reported() {
-        let mut log = Log::new(42);
-        log.record(
-            AUDIT_LANDLOCK_ACCESS,
-            r#"domain=aa blockers=fs.write_file path="/etc/x" dev="vda" ino=1"#,
-        );
-        log.record(
-            AUDIT_LANDLOCK_DOMAIN,
-            "domain=aa status=allocated mode=enforcing pid=7 uid=0",
-        );
-        log.record(
-            AUDIT_LANDLOCK_ACCESS,
-            r#"domain=bb blockers=fs.make_reg path="/root" dev="vda" ino=2"#,
-        );
-        log.record(
-            AUDIT_LANDLOCK_DOMAIN,
-            "domain=bb status=allocated mode=enforcing pid=42 uid=0",
-        );
-        log.record(
-            AUDIT_LANDLOCK_DOMAIN,
-            "domain=aa status=deallocated denials=9",
-        );
-        assert_eq!(log.refused, None);
-        log.record(
-            AUDIT_LANDLOCK_DOMAIN,
-            "domain=bb status=deallocated denials=3",
-        );
-        assert_eq!(log.refused, Some(3));
-        let mut log_denials = log.accesses.iter().filter(|(d, _)| d == "bb");
-        let (_, denial) = log_denials.next().expect("our denial");
-        assert_eq!(denial.blockers, ["fs.make_reg"]);
-        assert_eq!(denial.path.as_deref(), Some(std::path::Path::new("/root")));
-        assert!(log_denials.next().is_none());
-    }
-
-    #[test]
-    fn netlink_messages_parse_and_truncated_ones_do_not() {
-        let mut m = Vec::new();
-        m.extend_from_slice(&20u32.to_ne_bytes());
-        m.extend_from_slice(&AUDIT_LANDLOCK_ACCESS.to_ne_bytes());
-        m.extend_from_slice(&[0; 10]);
-        m.extend_from_slice(b"abcd");
-        assert_eq!(message(&m), Some((AUDIT_LANDLOCK_ACCESS, &b"abcd"[..])));
-        assert_eq!(message(&m[..3]), None);
-        assert_eq!(message(&[]), None);
+    fn the_same_refusal_is_counted_once_and_the_list_is_capped() {
+        let report = Policy {
+            writable: vec!["/tmp".into()],
+            ..Policy::default()
+        }
+        .check()
+        .expect("check");
+        let mut c = Collector {
+            report: &report,
+            abi: 7,
+            denials: Vec::new(),
+            index: HashMap::new(),
+            dropped: 0,
+        };
+        for _ in 0..3 {
+            c.add(failed(
+                "mkdirat",
+                libc::EACCES,
+                &[Path::new("/no-such-dir/x")],
+            ));
+        }
+        assert_eq!(c.denials.len(), 1);
+        assert_eq!(c.denials[0].count, 3);
+        for i in 0..MAX_DENIALS + 5 {
+            let p = PathBuf::from(format!("/no-such-dir/{i}"));
+            c.add(failed("mkdirat", libc::EACCES, &[&p]));
+        }
+        assert_eq!(c.denials.len(), MAX_DENIALS);
+        assert_eq!(c.dropped, 6);
     }
 }

@@ -4,8 +4,6 @@
 use std::io;
 use std::path::PathBuf;
 
-use crate::abi::Feature;
-
 /// A writable root, or an input to [`default_writable`](crate::default_writable),
 /// that cannot be turned into a rule. The sandbox is never widened to make
 /// up for it: the caller gets this error instead.
@@ -408,63 +406,47 @@ impl ExplainError {
     }
 }
 
-/// Why refused accesses cannot be read here. Nothing ran.
+/// Why a command could not be run with its refused writes traced
+/// ([`Prepared::status_with_denials`](crate::Prepared::status_with_denials)).
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
-pub enum DenialLogError {
-    /// The kernel's Landlock predates audit records (ABI 7, Linux 6.15).
+pub enum TraceError {
+    /// This architecture's system-call numbers are not known here, so no
+    /// filter can pick out the writes. Nothing ran.
     #[error(
-        "Landlock ABI {abi} emits no audit records (they came with ABI {}, Linux {})",
-        Feature::AuditLog.since_abi(),
-        Feature::AuditLog.since_linux()
+        "this architecture's system calls are not known here (x86-64, aarch64 and riscv64 are)"
     )]
-    Abi {
-        /// The kernel's ABI.
-        abi: u32,
-    },
-    /// The audit records cannot be received: `EPERM` without
-    /// `CAP_AUDIT_READ` (root), `ECONNREFUSED` outside the initial user or
-    /// network namespace, `EPROTONOSUPPORT` without `CONFIG_AUDIT`.
-    #[error("cannot receive the kernel's audit records: {0}")]
-    Unreadable(#[source] io::Error),
-    /// Auditing is off (`audit=0`, or never turned on): Landlock emits
-    /// no record at all.
-    #[error("kernel auditing is off, so Landlock records no refusal")]
-    AuditOff,
+    Architecture,
+    /// The command cannot be traced: this process is itself being traced
+    /// (a process has one tracer), or `ptrace` is refused (Yama's
+    /// `ptrace_scope` 2 or 3, a container's seccomp profile). Nothing ran.
+    #[error("the command cannot be traced: {0}")]
+    Untraceable(String),
     /// The command could not be started.
     #[error("{0}")]
     Spawn(#[source] io::Error),
-    /// Waiting for the command failed.
+    /// Waiting for the command, or tracing it, failed.
     #[error("waiting for the command: {0}")]
     Wait(#[source] io::Error),
 }
 
-impl DenialLogError {
+impl TraceError {
     /// What to do instead, for a person.
     ///
     /// # Examples
     ///
     /// ```
-    /// use strument_sandbox::DenialLogError;
-    /// assert!(DenialLogError::AuditOff.hint().contains("audit=1"));
+    /// use strument_sandbox::TraceError;
+    /// assert!(TraceError::Architecture.hint().contains("explain"));
     /// ```
     #[must_use]
     pub fn hint(&self) -> &'static str {
         match self {
-            DenialLogError::Abi { .. } => {
-                "ask in advance instead: `strument-sandbox explain PATH`; or trace the failing \
-                 calls: `strace -f -Z -e trace=%file`"
+            TraceError::Architecture | TraceError::Untraceable(_) => {
+                "run without --explain-denials, and ask in advance instead: \
+                 `strument-sandbox explain PATH`"
             }
-            DenialLogError::Unreadable(_) => {
-                "audit records reach only root (CAP_AUDIT_READ) in the initial namespaces; \
-                 ask in advance instead: `strument-sandbox explain PATH`, or trace the \
-                 failing calls: `strace -f -Z -e trace=%file`"
-            }
-            DenialLogError::AuditOff => {
-                "turn auditing on (`auditctl -e 1`, or boot with audit=1), or ask in advance: \
-                 `strument-sandbox explain PATH`, or trace: `strace -f -Z -e trace=%file`"
-            }
-            DenialLogError::Spawn(_) | DenialLogError::Wait(_) => {
+            TraceError::Spawn(_) | TraceError::Wait(_) => {
                 "check the command's name and permissions"
             }
         }

@@ -63,7 +63,7 @@
 //! `/sandbox` view from them.
 //!
 //! Errors live in one place ([`PolicyError`], [`ApplyError`],
-//! [`SessionError`], [`ProbeError`], [`ExplainError`], [`DenialLogError`]);
+//! [`SessionError`], [`ProbeError`], [`ExplainError`], [`TraceError`]);
 //! each has `hint()`, what a person can do about it. Every enum a program
 //! reads has `name()`, a short stable string.
 //!
@@ -107,7 +107,7 @@ pub mod tripwire;
 mod wait;
 pub mod writable;
 
-pub use error::{ApplyError, DenialLogError, ExplainError, PolicyError, ProbeError, SessionError};
+pub use error::{ApplyError, ExplainError, PolicyError, ProbeError, SessionError, TraceError};
 pub use policy::Policy;
 pub use prepared::Prepared;
 pub use probe::{Availability, probe};

@@ -7,9 +7,9 @@ use std::process::Command;
 use std::sync::Arc;
 
 use crate::connect::{RefusedConnect, Supervisor};
-use crate::denials::{self, Audited};
+use crate::denials::{self, Denied};
 use crate::environment::{self, Setting};
-use crate::error::{ApplyError, DenialLogError};
+use crate::error::{ApplyError, TraceError};
 use crate::fds;
 use crate::report::Report;
 use crate::sys;
@@ -248,46 +248,59 @@ impl Prepared {
         self.connect.take_refused(command)
     }
 
-    /// Runs `cmd` confined, as [`Prepared::confine`] does, with the kernel
-    /// asked to log every access the command and its descendants are
-    /// refused (`LANDLOCK_RESTRICT_SELF_LOG_NEW_EXEC_ON`: by default
-    /// Landlock stops logging at `execve`), and returns its exit status
-    /// with those refusals.
+    /// Runs `cmd` confined, as [`Prepared::confine`] does, traced, and
+    /// returns its exit status with every write it was refused, each judged
+    /// by [`Report::explain`]: the smallest root that would grant it, or
+    /// that the sandbox was not what refused it.
     ///
-    /// The records are read from the audit subsystem's read-only
-    /// multicast group while the command runs; they are tied to the
-    /// command by the sandbox's domain record, which names the pid that
-    /// created it. An audit daemon, if any, still gets its own copy.
-    /// The caller stays unconfined.
+    /// The caller stays unconfined and traces the command (`ptrace`, which
+    /// needs no privilege for one's own child, on every kernel with
+    /// Landlock). A seccomp filter stops only the system calls that write
+    /// by path (`open` and `openat` with a write or create flag, `openat2`,
+    /// `creat`, `mkdir`, `mknod`, `unlink`, `rmdir`, `rename`, `link`,
+    /// `symlink`, `truncate` and their `*at` forms); each runs, and one that
+    /// failed with `EACCES`, `EPERM` or `EXDEV` is judged. Every process and
+    /// thread the command starts is traced too, and this returns when all
+    /// have ended, not only the command. The command cannot itself trace
+    /// (`strace`, `gdb`: a process has one tracer) and no debugger can
+    /// attach to it.
+    ///
+    /// The command is spawned, traced and waited for on a thread of its
+    /// own, which waits only for its own children: the caller's other
+    /// children are left alone.
     ///
     /// # Errors
     ///
-    /// Before anything runs: [`DenialLogError::Abi`] before ABI 7,
-    /// [`DenialLogError::Unreadable`] without `CAP_AUDIT_READ` or outside
-    /// the initial namespaces, [`DenialLogError::AuditOff`] when auditing
-    /// is off (checked when `CAP_AUDIT_CONTROL` allows asking). Then
-    /// [`DenialLogError::Spawn`] when the command cannot start and
-    /// [`DenialLogError::Wait`] when waiting for it fails.
+    /// Before anything runs: [`TraceError::Untraceable`] when this process
+    /// is itself traced or `ptrace` is refused here,
+    /// [`TraceError::Architecture`] on an architecture whose system calls
+    /// are not known here. Then [`TraceError::Spawn`] when the command
+    /// cannot start and [`TraceError::Wait`] when waiting for it fails.
     ///
     /// # Examples
     ///
     /// ```no_run
     /// use std::process::Command;
-    /// use strument_sandbox::Policy;
+    /// use strument_sandbox::{Policy, denials::RefusedBy};
     ///
     /// let prepared = Policy { writable: vec!["/home/me/project".into()], ..Policy::default() }.prepare()?;
-    /// let audited = prepared.status_with_denials(Command::new("make").arg("install"))?;
-    /// for denial in &audited.denials {
-    ///     eprintln!("refused {:?} on {:?}", denial.blockers, denial.path);
+    /// let denied = prepared.status_with_denials(Command::new("make").arg("install"))?;
+    /// for denial in &denied.denials {
+    ///     eprintln!("{denial}");
+    ///     if denial.refused_by == RefusedBy::Sandbox {
+    ///         println!("would need: {:?}", denial.allow());
+    ///     }
     /// }
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
-    pub fn status_with_denials(&self, cmd: &mut Command) -> Result<Audited, DenialLogError> {
+    pub fn status_with_denials(&self, cmd: &mut Command) -> Result<Denied, TraceError> {
         self.status_with_denials_waiting(cmd, &mut PlainWait)
     }
 
-    /// [`Prepared::status_with_denials`], with the command started and
-    /// reaped by `waiter` (the CLI's forwards signals while it waits).
+    /// [`Prepared::status_with_denials`], with `waiter` preparing the
+    /// command for its start ([`Waiter::prepare_spawn`]) and passing signals
+    /// on while another thread traces it ([`Waiter::watch`]): the CLI's
+    /// forwards them and keeps the terminal's job control.
     ///
     /// # Errors
     ///
@@ -300,22 +313,22 @@ impl Prepared {
     /// use strument_sandbox::{Policy, session::PlainWait};
     ///
     /// let prepared = Policy { writable: vec!["/home/me/project".into()], ..Policy::default() }.prepare()?;
-    /// let audited = prepared.status_with_denials_waiting(&mut Command::new("make"), &mut PlainWait)?;
-    /// println!("{} refused", audited.denials.len());
+    /// let denied = prepared.status_with_denials_waiting(&mut Command::new("make"), &mut PlainWait)?;
+    /// println!("{} refused", denied.denials.len());
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn status_with_denials_waiting(
         &self,
         cmd: &mut Command,
         waiter: &mut dyn Waiter,
-    ) -> Result<Audited, DenialLogError> {
+    ) -> Result<Denied, TraceError> {
         let _ = self.set_environment(cmd);
         fds::keep_only(cmd, &self.keep_fds);
         denials::status_with_denials(
-            &self.report.landlock,
+            &self.report,
             &self.ruleset,
             &self.filter,
-            self.connect.hook().map_err(DenialLogError::Spawn)?,
+            self.connect.hook().map_err(TraceError::Spawn)?,
             cmd,
             waiter,
         )

@@ -26,8 +26,8 @@ use std::process::{Command, ExitStatus};
 use std::sync::{Mutex, PoisonError};
 
 use crate::connect::RefusedConnect;
-use crate::denials::Audited;
-use crate::error::{DenialLogError, SessionError};
+use crate::denials::Denied;
+use crate::error::{SessionError, TraceError};
 use crate::git::GitLayout;
 use crate::policy::Policy;
 use crate::prepared::Prepared;
@@ -250,14 +250,14 @@ impl Session {
         })
     }
 
-    /// [`Session::run_waiting`], with each access the kernel refused the
-    /// command read back from the audit log (see
-    /// [`Prepared::status_with_denials`] for what that needs).
+    /// [`Session::run_waiting`], with the command traced and each write the
+    /// kernel refused it judged (see [`Prepared::status_with_denials`]: no
+    /// privilege needed, every Landlock ABI).
     ///
     /// # Errors
     ///
     /// As [`Prepared::status_with_denials`]: before anything runs when the
-    /// refusals cannot be read, then when the command cannot be started or
+    /// command cannot be traced here, then when it cannot be started or
     /// waited for.
     ///
     /// # Examples
@@ -266,23 +266,25 @@ impl Session {
     /// use std::process::Command;
     /// use strument_sandbox::{Session, session::PlainWait};
     /// let session = Session::builder("/home/me/project").open()?;
-    /// let (finished, audited) =
+    /// let (finished, denied) =
     ///     session.run_explaining_denials(&mut Command::new("make"), &mut PlainWait)?;
-    /// println!("{} refused", audited.denials.len());
+    /// for denial in &denied.denials {
+    ///     eprintln!("{denial}");
+    /// }
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn run_explaining_denials(
         &self,
         cmd: &mut Command,
         waiter: &mut dyn Waiter,
-    ) -> Result<(Finished, Audited), DenialLogError> {
-        let audited = self.prepared.status_with_denials_waiting(cmd, waiter)?;
+    ) -> Result<(Finished, Denied), TraceError> {
+        let denied = self.prepared.status_with_denials_waiting(cmd, waiter)?;
         let finished = Finished {
-            status: audited.status,
+            status: denied.status,
             changes: self.changes(),
-            refused: self.prepared.refused_connects(audited.command),
+            refused: self.prepared.refused_connects(denied.command),
         };
-        Ok((finished, audited))
+        Ok((finished, denied))
     }
 
     /// The changes to files that run later, outside the sandbox (git hooks,

@@ -4,6 +4,8 @@
 use std::io;
 use std::process::{Child, Command, ExitStatus};
 
+use crate::denials::Tracing;
+
 /// Starts a confined command and waits for it.
 ///
 /// [`Session::run`](crate::Session::run) waits plainly ([`PlainWait`]). A
@@ -59,6 +61,28 @@ pub trait Waiter {
     /// As [`Child::try_wait`].
     fn try_wait(&mut self, child: &mut Child) -> io::Result<Option<ExitStatus>> {
         child.try_wait()
+    }
+
+    /// Makes `cmd` ready to be spawned by another thread, as
+    /// [`Waiter::spawn`] would spawn it: a traced command
+    /// ([`Prepared::status_with_denials_waiting`](crate::Prepared::status_with_denials_waiting))
+    /// is spawned by its tracer. Nothing by default.
+    fn prepare_spawn(&mut self, cmd: &mut Command) {
+        let _ = cmd;
+    }
+
+    /// While another thread of this process traces the command `pid`, does
+    /// what [`Waiter::wait`] does besides reaping (pass signals on, follow
+    /// the command's stops), until [`Tracing::done`]. The tracer wakes the
+    /// calling thread with `SIGCHLD` at each change. Returns at once by
+    /// default: nothing to pass on.
+    ///
+    /// # Errors
+    ///
+    /// When waiting for signals fails; the trace goes on regardless.
+    fn watch(&mut self, pid: u32, tracing: &Tracing) -> io::Result<()> {
+        let _ = (pid, tracing);
+        Ok(())
     }
 }
 

@@ -149,6 +149,19 @@ impl Project {
         cmd
     }
 
+    /// `strument-sandbox run --project P --explain-denials -- cmd…`: traced,
+    /// each refused write judged.
+    pub fn sandboxed_explaining(&self, program: &Path, args: &[&str]) -> Command {
+        let mut cmd = Command::new(BIN);
+        cmd.args(["run", "--project"])
+            .arg(&self.dir)
+            .args(["--explain-denials", "--"])
+            .arg(program)
+            .args(args)
+            .current_dir(&self.dir);
+        cmd
+    }
+
     /// `bwrap --ro-bind / / --dev /dev --bind R R … -- cmd…`: the same
     /// writable roots, as mounts.
     pub fn bwrap(&self, program: &Path, args: &[&str]) -> Command {

@@ -92,22 +92,7 @@ pub(crate) fn confine_before_exec(
     filter: TerminalFilter,
     connect: ChildHook,
 ) {
-    confine_before_exec_with(cmd, fd, filter, connect, 0);
-}
-
-/// `LANDLOCK_RESTRICT_SELF_LOG_NEW_EXEC_ON` (ABI 7): keep logging refused
-/// accesses to the audit log after `execve`, where the kernel stops by default.
-pub(crate) const RESTRICT_SELF_LOG_NEW_EXEC_ON: u32 = 1 << 1;
-
-/// As [`confine_before_exec`], with `landlock_restrict_self` flags.
-pub(crate) fn confine_before_exec_with(
-    cmd: &mut Command,
-    fd: Arc<OwnedFd>,
-    filter: TerminalFilter,
-    connect: ChildHook,
-    flags: u32,
-) {
-    let hook = move || restrict_self(&fd, flags, &filter, Some(&connect)).map_err(io::Error::from);
+    let hook = move || restrict_self(&fd, 0, &filter, Some(&connect)).map_err(io::Error::from);
     // SAFETY: the hook runs in the forked child and only performs
     // async-signal-safe syscalls (prctl, seccomp twice, getpid, sendmsg,
     // close, landlock_restrict_self) on descriptors and programs built by

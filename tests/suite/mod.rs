@@ -3,7 +3,8 @@
 //! `capped` runs this kernel capped at an older ABI (Landlock at ABI 3 or
 //! later, a debug build, crates.io once); `scenarios` runs
 //! tests/scenarios/scenarios.sh on this kernel (Landlock, go, crates.io);
-//! `tripwire` runs commands confined (Landlock); `vm` boots Debian's kernels
+//! `tripwire` runs commands confined (Landlock); `denials` runs
+//! `run --explain-denials` as an ordinary user (root drops to `nobody`); `vm` boots Debian's kernels
 //! of every Landlock generation under qemu; `container` runs the scenarios in
 //! podman containers (root, podman, runc, Landlock); `simulated`, `cli`,
 //! `writable` and `readline` (a lint of the shared shell scripts) run anywhere.

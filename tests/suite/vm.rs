@@ -251,7 +251,12 @@ fn bookworm_6_1_abi_2_passes_every_scenario_and_reports_truncate() {
             "tmux-send-keys-refused",
             "no-route-around",
         ],
-        ..Case::with_abi("bookworm", "6.1.", 2, &["deputies", "truncate"])
+        ..Case::with_abi(
+            "bookworm",
+            "6.1.",
+            2,
+            &["deputies", "explain-denials", "truncate"],
+        )
     });
 }
 

@@ -113,8 +113,8 @@ pub fn go(bench: &Bench, config: &Config) -> Section {
     )
 }
 
-/// Measures the build bare and under `strument-sandbox run`, each run
-/// after its `clean`.
+/// Measures the build bare, under `strument-sandbox run`, and under `run
+/// --explain-denials` (traced), each run after its `clean`.
 fn measure_build(bench: &Bench, config: &Config, build: &Build<'_>) -> Section {
     let program = Path::new(build.program);
     let variants = [
@@ -123,6 +123,9 @@ fn measure_build(bench: &Bench, config: &Config, build: &Build<'_>) -> Section {
         }),
         Variant::new("run", "`strument-sandbox run`", || {
             (build.env)(bench.project.sandboxed(program, build.args))
+        }),
+        Variant::new("explain", "`run --explain-denials`", || {
+            (build.env)(bench.project.sandboxed_explaining(program, build.args))
         }),
     ];
     let measured = measure(
@@ -135,6 +138,7 @@ fn measure_build(bench: &Bench, config: &Config, build: &Build<'_>) -> Section {
     let share = bench.share(measured.variant("run"), build.clean);
     let bare = measured.samples("bare");
     let run = measured.samples("run");
+    let explain = measured.samples("explain");
     let mut section = Section::new(TITLE);
     section.intro = Some(PROSE);
     let rows = variants
@@ -158,6 +162,19 @@ fn measure_build(bench: &Bench, config: &Config, build: &Build<'_>) -> Section {
             share_text(share)
         ),
         r <= 1.02,
+    );
+    let r = ratio(Stats::of(&explain).median, Stats::of(&bare).median);
+    section.target(
+        format!(
+            "{} with `--explain-denials` (traced): ratio to bare ≤ 1.10",
+            build.what
+        ),
+        format!(
+            "{r:.3} (paired {:.3}, CPU time {:.3})",
+            paired_ratio(&explain, &bare),
+            ratio(median_cpu(&explain), median_cpu(&bare)),
+        ),
+        r <= 1.10,
     );
     section
 }

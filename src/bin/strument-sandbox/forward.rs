@@ -7,6 +7,7 @@ use std::os::unix::process::ExitStatusExt;
 use std::process::{Child, Command, ExitStatus};
 use std::time::Duration;
 
+use strument_sandbox::denials::Tracing;
 use strument_sandbox::session::Waiter;
 
 use crate::sys::{self, ChildState, SignalAction, SignalInfo, SignalSet};
@@ -130,8 +131,60 @@ impl SignalForwarder {
 /// pending when the command has ended, which were meant for it.
 impl Waiter for SignalForwarder {
     fn spawn(&mut self, cmd: &mut Command) -> io::Result<Child> {
-        sys::set_signal_mask_before_exec(cmd, self.previous);
+        self.prepare_spawn(cmd);
         cmd.spawn()
+    }
+
+    fn prepare_spawn(&mut self, cmd: &mut Command) {
+        sys::set_signal_mask_before_exec(cmd, self.previous);
+    }
+
+    /// `run --explain-denials`: another thread traces the command and
+    /// reaps it; this one passes signals on as [`Waiter::wait`] does, and
+    /// once the command has ended, to the processes it left running, which
+    /// the tracer still waits for. Ctrl-Z is blocked here meanwhile: the
+    /// command takes it, and this process stops once the command has
+    /// stopped, so that no stop is left half-delivered to a tracee (a
+    /// stopped tracer would hold one until `fg`, and the command would stop
+    /// again after it). Child stops raise no SIGCHLD meanwhile: a traced
+    /// command stops twice for every traced call.
+    fn watch(&mut self, pid: u32, tracing: &Tracing) -> io::Result<()> {
+        let pid = libc::pid_t::try_from(pid).map_err(io::Error::other)?;
+        let quiet = sys::no_child_stop_signals()?;
+        let unblocked = sys::block_signals(&SignalSet::of(&[libc::SIGTSTP]));
+        let mut signals = FORWARDED.to_vec();
+        signals.extend([libc::SIGCHLD, libc::SIGCONT, libc::SIGTSTP]);
+        let set = SignalSet::of(&signals);
+        let result = (|| {
+            while !tracing.done() {
+                if tracing.take_command_stopped() && sys::foreground_of_a_terminal() {
+                    sys::stop_self()?;
+                }
+                let Some(info) = sys::wait_signal(&set, None)? else {
+                    continue;
+                };
+                if info.signal == libc::SIGCHLD {
+                    continue;
+                }
+                if !tracing.command_ended() {
+                    forward(pid, info);
+                } else if FORWARDED.contains(&info.signal) {
+                    for left in tracing.processes() {
+                        if let Ok(left) = libc::pid_t::try_from(left) {
+                            let _ = sys::kill(left, info.signal);
+                        }
+                    }
+                }
+            }
+            // Pending ones were meant for the command, which has ended.
+            while sys::wait_signal(&set, Some(Duration::ZERO))?.is_some() {}
+            Ok(())
+        })();
+        if let Ok(previous) = unblocked {
+            let _ = sys::set_signal_mask(&previous);
+        }
+        sys::restore_disposition(libc::SIGCHLD, &quiet);
+        result
     }
 
     fn wait(&mut self, child: &mut Child) -> io::Result<ExitStatus> {

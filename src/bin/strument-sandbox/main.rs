@@ -31,8 +31,8 @@ pub(crate) mod status {
     pub const UNAVAILABLE: u8 = 3;
     /// The policy could not be built or enforced (bad path, threads, kernel refusal).
     pub const POLICY: u8 = 4;
-    /// `run --explain-denials`: refused writes cannot be read here; nothing ran.
-    pub const NO_DENIAL_LOG: u8 = 5;
+    /// `run --explain-denials`: the command cannot be traced here; nothing ran.
+    pub const CANNOT_TRACE: u8 = 5;
     /// The command exists but could not be executed.
     pub const CANNOT_EXECUTE: u8 = 126;
     /// The command was not found.
@@ -73,7 +73,8 @@ Exit status:
   3    Landlock unavailable: `probe` found none, `run` refused and ran nothing
   4    the policy could not be built or enforced, a path cannot be resolved, or `run`
        was started in the home directory (or above it) without --project; nothing ran
-  5    `run --explain-denials`: refused writes cannot be read here; nothing ran
+  5    `run --explain-denials`: the command cannot be traced here (ptrace refused, or
+       `run` itself is being traced); nothing ran
   126  the command could not be executed
   127  the command was not found
 A command's own status may be any of these too: with `run --json`, the JSON line that
@@ -163,15 +164,23 @@ enum Cmd {
         ~/.gnupg) are explained: what the place is, why, and what to do instead\n\
         (--json: \"refused_on_purpose\": [{\"path\", \"place\", \"what\", \"why\",\n\
         \"instead\", \"detail\"}]).\n\n\
-        --explain-denials also lists, once the command exits, each access the kernel\n\
-        refused it with the root that would grant it.\n\
-        It reads Landlock's audit records (ABI 7, Linux 6.15), which needs root\n\
-        (CAP_AUDIT_READ) and kernel auditing on (`auditctl -e 1` or audit=1); otherwise\n\
-        nothing runs and the exit status is 5. Without root, ask in advance with `explain`.\n\n\
+        --explain-denials also lists, once the command and every process it started have\n\
+        ended, each write the kernel refused it, one line each (deduplicated, the first 20;\n\
+        --json lists up to 1000): the path as given and made absolute, the operation, the\n\
+        system call and its errno, and the smallest --allow that would grant it, the place\n\
+        refused on purpose it is in, or why the sandbox was not what refused it (the file\n\
+        system's own permissions):\n\
+        \x20 refused creating /home/me/x (touch: openat, EACCES): no root grants /home/me, where\n\
+        \x20 it would be created; to allow it: --allow /home/me\n\
+        It traces the command (ptrace; a seccomp filter stops only the calls that write by\n\
+        path), which needs no privilege and works on every Landlock ABI; a debugger or strace\n\
+        inside the command then cannot attach (a process has one tracer). When the command\n\
+        cannot be traced (kernel.yama.ptrace_scope 2 or 3, or `run` is itself traced),\n\
+        nothing runs and the exit status is 5.\n\n\
         Examples:\n  strument-sandbox run -- cargo build\n  \
         strument-sandbox run --json -- npm install 2> run.err; tail -n 1 run.err\n  \
         strument-sandbox run --project ~/src/app --state ~/.local/state/strument -- sh -c 'make && make test'\n  \
-        sudo strument-sandbox run --explain-denials -- make install"
+        strument-sandbox run --explain-denials -- make install"
     )]
     Run {
         #[command(flatten)]
@@ -183,8 +192,8 @@ enum Cmd {
         /// before confining; missing ones then stay unwritable for the whole run.
         #[arg(long)]
         no_create_caches: bool,
-        /// After the command exits, list each access the kernel refused it and the root that
-        /// would grant it (needs root and kernel auditing; see below).
+        /// After the command, list each write the kernel refused it and the --allow that
+        /// would grant it (the command is traced; see below).
         #[arg(long)]
         explain_denials: bool,
         /// After the command, print one JSON object on standard error: its exit status and

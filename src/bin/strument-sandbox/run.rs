@@ -7,8 +7,8 @@ use std::path::Path;
 use std::process::{Command, ExitStatus};
 
 use serde_json::{Value, json};
-use strument_sandbox::denials::{Advice, Audited};
-use strument_sandbox::{ApplyError, DenialLogError, Finished, Report, SessionError};
+use strument_sandbox::denials::{Denial, Denied, RefusedBy};
+use strument_sandbox::{ApplyError, Finished, Report, SessionError, TraceError};
 
 use strument_sandbox::refusals::{self, Refusal};
 
@@ -53,18 +53,20 @@ pub(crate) fn cmd_run(
         .map_err(|e| Failure::new(status::POLICY, format!("cannot block signals: {e}")))?;
     let mut cmd = Command::new(program);
     cmd.args(args);
+    let mut denials = None;
     let mut said = Vec::new();
     let finished = if options.explain_denials {
-        let (finished, audited) = session
+        let (finished, denied) = session
             .run_explaining_denials(&mut cmd, &mut forwarder)
             .map_err(|e| match e {
-                DenialLogError::Spawn(err) => cannot_run(program, &err),
+                TraceError::Spawn(err) => cannot_run(program, &err),
                 e => Failure::new(
-                    status::NO_DENIAL_LOG,
+                    status::CANNOT_TRACE,
                     format!("--explain-denials: {e}; nothing ran; {}", e.hint()),
                 ),
             })?;
-        print_denials(&audited, session.report());
+        print_denials(&denied);
+        denials = Some(denied.denials);
         finished
     } else {
         // The command's standard error passed on with its end kept, so a
@@ -81,7 +83,7 @@ pub(crate) fn cmd_run(
     };
     let code = exit_code(finished.status);
     if options.json {
-        eprintln!("{}", run_json(code, &finished, &said));
+        eprintln!("{}", run_json(code, &finished, &said, denials.as_deref()));
     } else {
         // One line a socket refused, after the command's own output.
         for refused in &finished.refused {
@@ -118,7 +120,7 @@ fn refused(e: SessionError) -> Failure {
 }
 
 /// `run --json`: how the command ended and what it changed that runs later.
-fn run_json(code: u8, finished: &Finished, said: &[Refusal]) -> Value {
+fn run_json(code: u8, finished: &Finished, said: &[Refusal], denials: Option<&[Denial]>) -> Value {
     use std::os::unix::process::ExitStatusExt;
     // Each change with the line a person reads, as the tripwire prints it.
     let refused: Vec<Value> = finished
@@ -139,13 +141,34 @@ fn run_json(code: u8, finished: &Finished, said: &[Refusal]) -> Value {
         .iter()
         .map(|c| json_with(c, "line", json!(c.to_string())))
         .collect();
-    json!({
+    let mut v = json!({
         "exit": code,
         "signal": finished.status.signal(),
         "changes": changes,
         "refused_on_purpose": said,
         "refused_connects": refused,
-    })
+    });
+    // With --explain-denials: each refused write, with the roots to allow
+    // and the line a person reads.
+    if let Some(denials) = denials {
+        let denials: Vec<Value> = denials
+            .iter()
+            .map(|d| {
+                let allow: Vec<String> = d
+                    .allow()
+                    .iter()
+                    .map(|p| p.to_string_lossy().into_owned())
+                    .collect();
+                json_with(
+                    &json_with(d, "allow", json!(allow)),
+                    "line",
+                    json!(d.to_string()),
+                )
+            })
+            .collect();
+        v["denials"] = json!(denials);
+    }
+    v
 }
 
 /// Loud even without -v: a `/` root confines nothing, a writable home
@@ -178,39 +201,28 @@ fn cannot_run(program: &OsString, err: &io::Error) -> Failure {
     }
 }
 
-/// `run --explain-denials`: each access the kernel refused the command,
-/// with the root that would grant it.
-fn print_denials(audited: &Audited, report: &Report) {
-    for denial in &audited.denials {
-        let what = denial.what();
-        let on = if denial.in_directory() { "in" } else { "on" };
-        let (Some(path), Some(advice)) = (&denial.path, denial.advice(report)) else {
-            eprintln!("strument-sandbox: refused {what}: {}", denial.record);
-            continue;
-        };
-        let advice = match advice {
-            Advice::Allow(allow) => format!(
-                "no root grants it; to allow it: --allow {}",
-                allow.display()
-            ),
-            other => other.to_string(),
-        };
-        eprintln!(
-            "strument-sandbox: refused {what} {on} {}: {advice}",
-            path.display()
-        );
+/// At most this many refused writes are printed; `--json` lists them all.
+const SHOWN_DENIALS: usize = 20;
+
+/// `run --explain-denials`: each write the kernel refused the command, with
+/// what would grant it, the sandbox's first.
+fn print_denials(denied: &Denied) {
+    let by_sandbox =
+        |d: &&Denial| matches!(d.refused_by, RefusedBy::Sandbox | RefusedBy::SandboxMove);
+    // The sandbox's refusals first: those are what an --allow changes.
+    let (sandbox, others): (Vec<&Denial>, Vec<&Denial>) =
+        denied.denials.iter().partition(by_sandbox);
+    for denial in sandbox.iter().chain(&others).take(SHOWN_DENIALS) {
+        eprintln!("strument-sandbox: {denial}");
     }
-    let logged = audited.denials.len() as u64;
-    match audited.refused {
-        Some(total) if total > logged => eprintln!(
-            "strument-sandbox: {} more refused accesses were not logged",
-            total - logged
-        ),
-        _ if audited.lost => {
-            eprintln!("strument-sandbox: some audit records were lost: the list may be incomplete");
-        }
-        _ if logged == 0 => eprintln!("strument-sandbox: no access was refused"),
-        _ => {}
+    let hidden = denied.denials.len().saturating_sub(SHOWN_DENIALS) as u64 + denied.dropped;
+    if hidden > 0 {
+        eprintln!(
+            "strument-sandbox: … and {hidden} more refused writes (--json lists the first {})",
+            strument_sandbox::denials::MAX_DENIALS
+        );
+    } else if sandbox.is_empty() {
+        eprintln!("strument-sandbox: the sandbox refused no write");
     }
 }
 

@@ -34,6 +34,24 @@ pub(crate) fn default_disposition(signal: libc::c_int) -> io::Result<SignalActio
     }
 }
 
+/// Gives SIGCHLD its default disposition with `SA_NOCLDSTOP`: raised when
+/// a child ends, not each time one stops (a traced child stops twice for
+/// every traced call). Returns the disposition it had.
+pub(crate) fn no_child_stop_signals() -> io::Result<SignalAction> {
+    // SAFETY: sigaction is plain data; all-zero is SIG_DFL with an empty mask.
+    let mut quiet: libc::sigaction = unsafe { std::mem::zeroed() };
+    quiet.sa_flags = libc::SA_NOCLDSTOP;
+    // SAFETY: as above, written by the kernel.
+    let mut old: libc::sigaction = unsafe { std::mem::zeroed() };
+    // SAFETY: both pointers are valid sigaction structs for the call.
+    let ret = unsafe { libc::sigaction(libc::SIGCHLD, &raw const quiet, &raw mut old) };
+    if ret == 0 {
+        Ok(SignalAction(old))
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
 /// Gives `signal` back the disposition `action` (from
 /// [`default_disposition`]).
 pub(crate) fn restore_disposition(signal: libc::c_int, action: &SignalAction) {
@@ -208,5 +226,31 @@ pub(crate) fn wait_child(pid: libc::pid_t) -> io::Result<ChildState> {
         } else {
             ChildState::Ended(status)
         });
+    }
+}
+
+/// Stops this whole process with `SIGTSTP`, as the terminal's Ctrl-Z
+/// would, though the calling thread blocks it: unblocked for the moment of
+/// a signal to this thread alone, which the kernel delivers before `raise`
+/// returns, then blocked again once the process is resumed.
+pub(crate) fn stop_self() -> io::Result<()> {
+    let tstp = SignalSet::of(&[libc::SIGTSTP]);
+    // SAFETY: sigset_t is plain data, written by pthread_sigmask.
+    let mut old: libc::sigset_t = unsafe { std::mem::zeroed() };
+    // SAFETY: both pointers are valid sigset_t for the call.
+    let ret = unsafe { libc::pthread_sigmask(libc::SIG_UNBLOCK, &raw const tstp.0, &raw mut old) };
+    if ret != 0 {
+        return Err(io::Error::from_raw_os_error(ret));
+    }
+    // SAFETY: raise takes a signal number only.
+    let raised = unsafe { libc::raise(libc::SIGTSTP) };
+    // SAFETY: `old` was written by the successful call above.
+    unsafe {
+        libc::pthread_sigmask(libc::SIG_SETMASK, &raw const old, std::ptr::null_mut());
+    }
+    if raised == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
     }
 }
