@@ -526,12 +526,6 @@ fn connect_rules(open: &OpenPolicy) -> Rules {
             }
         }
     }
-    rules.bind_dirs = open
-        .roots
-        .iter()
-        .filter(|r| r.granted.kind == RootKind::Directory)
-        .filter_map(named)
-        .collect();
     rules
 }
 

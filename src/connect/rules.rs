@@ -50,9 +50,6 @@ pub(crate) struct Rules {
     /// Socket files named by the policy (`$SSH_AUTH_SOCK`, the caller's),
     /// by identity: a file renamed over the name later is not them.
     pub(crate) socket_files: HashSet<(u64, u64)>,
-    /// Directories where a confined command may create sockets (the
-    /// writable directory roots: `MAKE_SOCK`), as the kernel names them.
-    pub(crate) bind_dirs: Vec<PathBuf>,
     /// A socket beneath [`Rules::socket_dirs`] that changed after this
     /// (created, renamed or linked there) counts only if it was bound
     /// inside: otherwise a confined command could move a socket it may not
@@ -63,14 +60,17 @@ pub(crate) struct Rules {
     pub(crate) net: Arc<LocalNet>,
 }
 
-/// What processes of the sandbox bound, learnt from the binds the
-/// supervisor performed.
+/// What processes of the sandbox bound, asked of the kernel by the sockets
+/// their `bind` calls named.
 #[derive(Debug, Default)]
 pub(crate) struct Bound {
     /// Socket files, by identity.
     pub(crate) files: HashSet<(u64, u64)>,
     /// Abstract names.
     pub(crate) abstract_names: HashSet<Vec<u8>>,
+    /// Unix sockets a `bind` was asked for and not yet seen bound, by sockfs
+    /// inode and cookie.
+    pub(crate) pending: Vec<(u32, [u32; 2])>,
 }
 
 impl Rules {
@@ -93,15 +93,6 @@ impl Rules {
             Destination::Other => true,
         };
         if allowed {
-            Verdict::Allow
-        } else {
-            Verdict::Refuse
-        }
-    }
-
-    /// Whether a socket may be created in `dir` (resolved).
-    pub(crate) fn bind(&self, dir: &Path) -> Verdict {
-        if beneath(dir, &self.bind_dirs) {
             Verdict::Allow
         } else {
             Verdict::Refuse
@@ -142,7 +133,6 @@ mod tests {
         let rules = Rules {
             socket_dirs: vec!["/home/me/project".into()],
             socket_files: [(1, 7)].into(),
-            bind_dirs: vec!["/tmp".into()],
             since: Some(start),
             ..Rules::default()
         };
@@ -178,8 +168,5 @@ mod tests {
         assert_eq!(rules.connect(&ssh, &bound), Verdict::Allow);
         let web = Destination::Inet("192.0.2.80:443".parse().unwrap(), Transport::Tcp);
         assert_eq!(rules.connect(&web, &bound), Verdict::Allow);
-
-        assert_eq!(rules.bind(Path::new("/tmp/x")), Verdict::Allow);
-        assert_eq!(rules.bind(Path::new("/home/me")), Verdict::Refuse);
     }
 }

@@ -138,10 +138,11 @@ pub(crate) fn mediation_line(abi: u32) -> String {
         String::new()
     };
     format!(
-        "sockets: every connect, bind and addressed sendto is decided by the connect supervisor \
-         (seccomp user notification, performed for the command): a socket listed here, one \
-         beneath the project or state directory, or one bound inside the sandbox{second}; \
-         on this machine's own addresses a port listed here (connect) or bound inside"
+        "sockets: every connect and addressed sendto is decided by the connect supervisor \
+         (seccomp user notification, performed for the command; a unix socket's bind is \
+         Landlock's): a socket listed here, one beneath the project or state directory, or one \
+         bound inside the sandbox{second}; on this machine's own addresses a port listed here \
+         (connect) or bound inside"
     )
 }
 
