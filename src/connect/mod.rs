@@ -6,7 +6,7 @@
 //! listener it sends here over a socket; a thread of this process then
 //! serves that listener for the child and every process it starts. For
 //! each `connect` and `sendto` it reads the address from the caller's
-//! memory, checks the call is still pending, decides by [`Rules`], and for
+//! memory, checks the call is still pending, decides by its rules, and for
 //! an allowed call performs it itself on the caller's own socket (fetched
 //! with `pidfd_getfd`), answering with that call's result. It never lets
 //! the kernel continue one of those: the kernel would read the address
@@ -137,7 +137,7 @@ impl RefusedConnect {
     /// # Examples
     ///
     /// ```
-    /// # fn f(r: &strument_sandbox::RefusedConnect) {
+    /// # fn f(r: &strument_sandbox::connect::RefusedConnect) {
     /// if let Some(option) = r.allow_with() {
     ///     println!("to allow it: {option}");
     /// }
