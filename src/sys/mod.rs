@@ -6,7 +6,6 @@
 mod confine;
 mod fds;
 mod fs;
-mod inet;
 mod landlock;
 mod netlink;
 mod notify;
@@ -17,7 +16,6 @@ mod seccomp;
 pub(crate) use confine::*;
 pub(crate) use fds::*;
 pub(crate) use fs::*;
-pub(crate) use inet::*;
 pub(crate) use landlock::*;
 pub(crate) use netlink::*;
 pub(crate) use notify::*;

@@ -404,6 +404,17 @@ pub(crate) fn sendto(
 
 /// `SO_TYPE` of a socket: `SOCK_STREAM`, `SOCK_DGRAM`, `SOCK_SEQPACKET`.
 pub(crate) fn socket_type(fd: BorrowedFd<'_>) -> io::Result<i32> {
+    int_option(fd, libc::SO_TYPE)
+}
+
+/// `SO_PROTOCOL` of a socket: `IPPROTO_TCP`, `IPPROTO_UDP`, …; ports are
+/// counted apart per protocol.
+pub(crate) fn socket_protocol(fd: BorrowedFd<'_>) -> io::Result<i32> {
+    int_option(fd, libc::SO_PROTOCOL)
+}
+
+/// An integer `SOL_SOCKET` option of a socket.
+fn int_option(fd: BorrowedFd<'_>, name: libc::c_int) -> io::Result<i32> {
     let mut value: libc::c_int = 0;
     let mut len = size_of::<libc::c_int>() as libc::socklen_t;
     // SAFETY: `value` has room for an int; the kernel updates `len`.
@@ -411,7 +422,7 @@ pub(crate) fn socket_type(fd: BorrowedFd<'_>) -> io::Result<i32> {
         libc::getsockopt(
             fd.as_raw_fd(),
             libc::SOL_SOCKET,
-            libc::SO_TYPE,
+            name,
             (&raw mut value).cast(),
             &raw mut len,
         )
