@@ -73,13 +73,15 @@ const TABLE: &[Row] = &[
         only_with: None,
         variable: "GRADLE_OPTS",
         value: Value::InSession {
-            prefix: "-Dorg.gradle.daemon.registry.base=",
+            prefix: "-Dorg.gradle.daemon=false -Dorg.gradle.daemon.registry.base=",
             name: "gradle-daemon",
         },
         why: "Gradle's client finds a daemon to run the build in through the registry in \
               org.gradle.daemon.registry.base (DaemonParameters, Gradle 1 to 8): a registry of \
               the session's own, so a confined build never runs in the user's unconfined daemon \
-              and the user's builds never run in a confined one",
+              and the user's builds never run in a confined one; and no daemon is left behind \
+              (org.gradle.daemon=false, Gradle's documented switch): one would outlive `run` and \
+              its connect supervisor, holding the shared caches' locks",
     },
     Row {
         tool: "sccache",

@@ -88,6 +88,7 @@ mod fds;
 #[doc(hidden)]
 pub mod fuzzing;
 mod git;
+pub mod local_net;
 mod policy;
 mod prepared;
 mod probe;

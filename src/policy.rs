@@ -15,6 +15,7 @@ use crate::connect::{Rules, Supervisor};
 
 use crate::error::{ApplyError, PolicyError};
 use crate::git::{COMMON_DIR_PARTS, COMMON_DIR_REFTABLE, is_git_dir, points_back};
+use crate::local_net::{LocalNet, LocalPort};
 use crate::prepared::Prepared;
 use crate::probe::{Availability, probe};
 use crate::report::{Granted, Report, Skipped, Warning};
@@ -71,6 +72,13 @@ pub struct Policy {
     /// (the project, the state directory, ssh-agent, the name and log
     /// services).
     pub sockets: Vec<Root>,
+    /// Ports of this machine's own addresses (loopback, every local
+    /// interface) a confined command may connect to, beside those bound
+    /// inside the sandbox; every other port there is refused, and other
+    /// hosts are never mediated. Empty means none: see
+    /// [`default_local_ports`](crate::local_net::default_local_ports) for
+    /// the usual ones (the system resolver, a proxy from the environment).
+    pub local_ports: Vec<LocalPort>,
 }
 
 /// A root opened with `O_PATH`, ready to become a rule.
@@ -253,8 +261,9 @@ impl Policy {
                 }
             })?;
         }
-        let supervisor = Supervisor::new(connect_rules(&open, &report.granted))
-            .map_err(ApplyError::Supervisor)?;
+        let mut rules = connect_rules(&open);
+        rules.net = Arc::new(LocalNet::new(self.local_ports.clone()));
+        let supervisor = Supervisor::new(rules).map_err(ApplyError::Supervisor)?;
         Ok(Prepared::new(report, Arc::new(fd), filter, supervisor))
     }
 
@@ -272,6 +281,7 @@ impl Policy {
             warnings: Vec::new(),
             sockets: Vec::new(),
             skipped_sockets: Vec::new(),
+            local_ports: self.local_ports.clone(),
         };
         if availability.supported() && abi::test_cap().is_some() {
             report.warnings.push(Warning::TestAbiCap {
@@ -529,7 +539,7 @@ fn skip_planted_on_the_way(
 /// The connect supervisor's rules: the socket directories and files, and
 /// the directories sockets may be made in, named as the kernel names the
 /// inodes opened for the rules.
-fn connect_rules(open: &OpenPolicy, granted: &[Granted]) -> Rules {
+fn connect_rules(open: &OpenPolicy) -> Rules {
     let named = |fd: &OwnedFd| std::fs::read_link(format!("/proc/self/fd/{}", fd.as_raw_fd())).ok();
     let mut rules = Rules {
         // A socket that appears or moves beneath the project from now on
@@ -546,22 +556,6 @@ fn connect_rules(open: &OpenPolicy, granted: &[Granted]) -> Rules {
             }
         }
     }
-    rules.bind_dirs = granted
-        .iter()
-        .zip(&open.roots)
-        .filter(|(g, _)| g.kind == RootKind::Directory)
-        .filter_map(|(g, fd)| {
-            // What open_root already asked: a root opened through no
-            // symlink, or one whose resolution it read, needs no second
-            // readlink (one a root: 256 of them at apply); only the fixed
-            // names opened the plain way do.
-            if matches!(g.origin, Origin::Device | Origin::Temp { variable: None }) {
-                named(fd)
-            } else {
-                Some(g.resolved.clone().unwrap_or_else(|| g.path.clone()))
-            }
-        })
-        .collect();
     rules
 }
 

@@ -5,6 +5,7 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 
 use crate::abi;
+use crate::local_net::LocalPort;
 use crate::probe::Availability;
 use crate::root::{Origin, Rights, RootKind, SkipReason};
 #[cfg(doc)]
@@ -189,6 +190,9 @@ pub struct Report {
     pub sockets: Vec<Granted>,
     /// Sockets that grant nothing, with the reason.
     pub skipped_sockets: Vec<Skipped>,
+    /// Ports of this machine's own addresses a confined command may
+    /// connect to besides those bound inside the sandbox, in policy order.
+    pub local_ports: Vec<LocalPort>,
 }
 
 impl Report {

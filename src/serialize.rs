@@ -39,6 +39,7 @@ mod tests {
 
     use serde_json::{Value, json};
 
+    use crate::local_net::{LocalPort, PortReason};
     use crate::root::{Covers, Variable};
     use crate::{Availability, Origin, Policy, ProbeError, Root, SkipReason, Skipped};
 
@@ -54,6 +55,10 @@ mod tests {
         let report = Policy {
             writable: vec!["/tmp".into(), "/no/such/dir".into()],
             sockets: vec![Root::new("/no/such/socket", Origin::SshAgent)],
+            local_ports: vec![LocalPort::new(
+                ([127, 0, 0, 1], 5432).into(),
+                PortReason::Caller,
+            )],
         }
         .check()
         .expect("absolute paths");
@@ -67,6 +72,7 @@ mod tests {
                 "warnings",
                 "sockets",
                 "skipped_sockets",
+                "local_ports",
             ])
         );
         assert_eq!(
@@ -82,6 +88,11 @@ mod tests {
             json!({"path": "/no/such/socket", "origin": {"kind": "ssh-agent"}, "reason": "missing"})
         );
         assert!(keys(&v["landlock"]).contains("abi"));
+        assert_eq!(
+            v["local_ports"][0],
+            json!({"address": "127.0.0.1", "port": 5432, "reason": "caller", "variable": null,
+                   "detail": PortReason::Caller.to_string()})
+        );
 
         let widens = Skipped {
             path: "/h/c".into(),

@@ -29,6 +29,7 @@ use crate::connect::RefusedConnect;
 use crate::denials::Denied;
 use crate::error::{SessionError, TraceError};
 use crate::git::GitLayout;
+use crate::local_net::{LocalPort, default_local_ports};
 use crate::policy::Policy;
 use crate::prepared::Prepared;
 use crate::report::Report;
@@ -89,6 +90,7 @@ pub struct SessionBuilder {
     sockets: Vec<PathBuf>,
     create_caches: bool,
     keep_fds: Vec<RawFd>,
+    local_ports: Vec<LocalPort>,
 }
 
 /// How a command run by [`Session::run`] ended, and what it changed.
@@ -357,6 +359,7 @@ impl SessionBuilder {
             sockets: Vec::new(),
             create_caches: true,
             keep_fds: Vec::new(),
+            local_ports: Vec::new(),
         }
     }
 
@@ -424,6 +427,25 @@ impl SessionBuilder {
         self
     }
 
+    /// One more port of this machine's own addresses the commands may
+    /// connect to (`--allow-connect`), besides the resolver's, a local
+    /// proxy's and those bound inside the sandbox: a dev database, a server
+    /// on purpose. Every other port on loopback and the local interfaces is
+    /// refused.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// use strument_sandbox::local_net::{LocalPort, PortReason};
+    /// let db = LocalPort::new("127.0.0.1:5432".parse()?, PortReason::Caller);
+    /// let session = strument_sandbox::Session::builder("/home/me/project").allow_connect(db).open()?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn allow_connect(mut self, port: LocalPort) -> SessionBuilder {
+        self.local_ports.push(port);
+        self
+    }
+
     /// Descriptors above 2 the confined commands keep (see
     /// [`Prepared::keep_fds`]); every other one is closed at their `exec`.
     ///
@@ -481,7 +503,16 @@ impl SessionBuilder {
                 .iter()
                 .map(|path| Root::new(path.clone(), Origin::Extra)),
         );
-        Ok((Policy { writable, sockets }, git))
+        let mut local_ports = default_local_ports();
+        local_ports.extend(self.local_ports.iter().cloned());
+        Ok((
+            Policy {
+                writable,
+                sockets,
+                local_ports,
+            },
+            git,
+        ))
     }
 
     /// Opens the session: refuses the home directory (or above it) as an

@@ -5,12 +5,22 @@
 //! A confined child installs, before `exec`, a seccomp filter whose
 //! listener it sends here over a socket; a thread of this process then
 //! serves that listener for the child and every process it starts. For
-//! each call it reads the address from the caller's memory, checks the
-//! call is still pending, decides by [`Rules`], and for an allowed call
-//! performs it itself on the caller's own socket (fetched with
-//! `pidfd_getfd`), answering with that call's result. It never lets the
-//! kernel continue the original call: the kernel would read the address
+//! each `connect` and `sendto` it reads the address from the caller's
+//! memory, checks the call is still pending, decides by its rules, and for
+//! an allowed call performs it itself on the caller's own socket (fetched
+//! with `pidfd_getfd`), answering with that call's result. It never lets
+//! the kernel continue one of those: the kernel would read the address
 //! again, after a second thread of the caller had swapped it.
+//!
+//! A `bind` is the exception: the kernel performs it for the caller
+//! (`SECCOMP_USER_NOTIF_FLAG_CONTINUE`), so the socket is bound to exactly
+//! the name the program passed (`getsockname`, which sccache checks). That
+//! is sound because nothing about a bind is decided or recorded from the
+//! address read: Landlock's `MAKE_SOCK` (every ABI) refuses a socket file
+//! outside the writable roots in the caller's own domain, and what the
+//! socket was bound to is asked of the kernel by the socket itself
+//! (`NETLINK_SOCK_DIAG`, by sockfs inode and cookie) when a later connect
+//! is decided.
 //!
 //! What the server on the other end sees as its peer (`SO_PEERCRED`) is
 //! this process: its pid, and the same user and group as the command.
@@ -24,7 +34,6 @@ use std::io;
 use std::net::SocketAddr;
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::os::unix::ffi::OsStrExt;
-use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, OnceLock};
 
@@ -32,6 +41,7 @@ pub(crate) use filter::NotifyFilter;
 use rules::Bound;
 pub(crate) use rules::Rules;
 
+use crate::local_net::{self, Listener, Transport};
 use crate::services::ServiceKind;
 use crate::sys;
 
@@ -43,6 +53,13 @@ pub enum ConnectTarget {
     Path(PathBuf),
     /// An abstract unix socket name, without its leading NUL.
     Abstract(Vec<u8>),
+    /// A port of this machine's own addresses.
+    Port {
+        /// The address and port, as the command gave them.
+        address: SocketAddr,
+        /// TCP or UDP.
+        transport: Transport,
+    },
 }
 
 impl fmt::Display for ConnectTarget {
@@ -50,6 +67,9 @@ impl fmt::Display for ConnectTarget {
         match self {
             ConnectTarget::Path(p) => write!(f, "{}", p.display()),
             ConnectTarget::Abstract(name) => write!(f, "@{}", String::from_utf8_lossy(name)),
+            ConnectTarget::Port { address, transport } => {
+                write!(f, "{} {address}", transport.name())
+            }
         }
     }
 }
@@ -88,6 +108,9 @@ pub struct RefusedConnect {
     pub service: Option<ServiceKind>,
     /// How many times it was tried.
     pub attempts: u32,
+    /// For a port of this machine: the process listening there, as far as
+    /// this user can see it, looked up once the command has ended.
+    pub listener: Option<Listener>,
 }
 
 impl RefusedConnect {
@@ -97,12 +120,14 @@ impl RefusedConnect {
             ConnectTarget::Abstract(name) => {
                 crate::services::service_at(Path::new(std::ffi::OsStr::from_bytes(name)))
             }
+            ConnectTarget::Port { .. } => None,
         };
         RefusedConnect {
             command: command as u32,
             target,
             service,
             attempts: 1,
+            listener: None,
         }
     }
 
@@ -112,7 +137,7 @@ impl RefusedConnect {
     /// # Examples
     ///
     /// ```
-    /// # fn f(r: &strument_sandbox::RefusedConnect) {
+    /// # fn f(r: &strument_sandbox::connect::RefusedConnect) {
     /// if let Some(option) = r.allow_with() {
     ///     println!("to allow it: {option}");
     /// }
@@ -123,6 +148,7 @@ impl RefusedConnect {
         match &self.target {
             ConnectTarget::Path(p) => Some(format!("--allow-socket {}", p.display())),
             ConnectTarget::Abstract(_) => None,
+            ConnectTarget::Port { address, .. } => Some(local_net::allow_option(*address)),
         }
     }
 }
@@ -139,6 +165,13 @@ impl fmt::Display for RefusedConnect {
                 kind.allows()
             )?,
             None => write!(f, "{}", self.target)?,
+        }
+        match &self.listener {
+            Some(listener) => write!(f, ", where {listener} listens")?,
+            None if matches!(self.target, ConnectTarget::Port { .. }) => {
+                write!(f, ", a service of this machine")?;
+            }
+            None => {}
         }
         if self.attempts > 1 {
             write!(f, ", {} times", self.attempts)?;
@@ -181,63 +214,69 @@ impl Shared {
             || self.bound.lock().is_ok_and(|b| b.files.contains(&id))
     }
 
-    /// Records the socket file a performed bind made. Asked of the kernel
-    /// by the socket itself, so a second thread renaming another socket
-    /// over the new name cannot make that one count as bound inside; only
-    /// without `CONFIG_UNIX_DIAG` is the name looked up, without following
-    /// a symlink.
-    fn learn_file(&self, socket: std::os::fd::BorrowedFd<'_>, dir: &std::fs::File, name: &Path) {
-        let id = match sys::unix_socket_file(socket) {
-            Ok(id) => id,
-            Err(_) => {
-                let path = PathBuf::from(format!("/proc/self/fd/{}", dir.as_raw_fd())).join(name);
-                std::fs::OpenOptions::new()
-                    .read(true)
-                    .custom_flags(libc::O_PATH | libc::O_NOFOLLOW | libc::O_CLOEXEC)
-                    .open(path)
-                    .and_then(|f| f.metadata())
-                    .ok()
-                    .map(|m| (m.dev(), m.ino()))
-            }
+    /// Notes the socket a `bind` is about to be performed on, by the kernel
+    /// for the caller: by its sockfs inode and cookie, not the address,
+    /// which a second thread may change before the kernel reads it. A
+    /// socket already bound is not noted: its `bind` fails, and its name
+    /// was given outside.
+    fn note_bind(&self, socket: std::os::fd::BorrowedFd<'_>) {
+        // Not a unix socket (ENOENT), or no `CONFIG_UNIX_DIAG`: nothing is
+        // recorded, and connects to it are decided like any other.
+        let Ok(diag) = sys::socket_inode(socket).and_then(|ino| sys::unix_socket(ino, None)) else {
+            return;
         };
-        if let (Some(id), Ok(mut bound)) = (id, self.bound.lock()) {
-            bound.files.insert(id);
+        if diag.name.is_some() {
+            return;
+        }
+        if let Ok(mut bound) = self.bound.lock() {
+            let key = (diag.ino, diag.cookie);
+            if !bound.pending.contains(&key) {
+                bound.pending.push(key);
+            }
         }
     }
 
-    /// Records the address a performed bind gave a socket: an abstract
-    /// name (also one the kernel chose), or an IP address and port.
-    fn learn_address(&self, local: &[u8]) {
+    /// Records the IP address and port a performed bind gave a socket,
+    /// with the socket's transport.
+    fn learn_address(&self, local: &[u8], transport: Transport) {
+        if let Some(addr) = inet(local) {
+            self.rules.net.bound(addr, transport);
+        }
+    }
+
+    /// Asks the kernel what each noted socket is now bound to, and records
+    /// it as bound inside: the socket file by device and inode, an abstract
+    /// name (also one the kernel chose). A socket closed since is forgotten;
+    /// one still unbound stays noted.
+    fn settle(&self) {
         let Ok(mut bound) = self.bound.lock() else {
             return;
         };
-        let family = local
-            .get(..2)
-            .and_then(|f| f.try_into().ok())
-            .map(|f| i32::from(u16::from_ne_bytes(f)));
-        if family == Some(libc::AF_UNIX) && local.get(2) == Some(&0) {
-            bound.abstract_names.insert(local[3..].to_vec());
-        } else if let Some(addr) = inet(local) {
-            bound.inet.push(addr);
+        if bound.pending.is_empty() {
+            return;
+        }
+        let pending = std::mem::take(&mut bound.pending);
+        for (ino, cookie) in pending {
+            let Ok(diag) = sys::unix_socket(ino, Some(cookie)) else {
+                continue;
+            };
+            match (diag.name, diag.file) {
+                (None, _) => bound.pending.push((ino, cookie)),
+                (Some(_), Some(file)) => {
+                    bound.files.insert(file);
+                }
+                (Some(name), None) => {
+                    if let Some(abstract_name) = name.strip_prefix(&[0]) {
+                        bound.abstract_names.insert(abstract_name.to_vec());
+                    }
+                }
+            }
         }
     }
 }
 
 fn errno(e: &io::Error) -> i32 {
     e.raw_os_error().unwrap_or(libc::EIO)
-}
-
-fn inet(local: &[u8]) -> Option<SocketAddr> {
-    let family = i32::from(u16::from_ne_bytes(local.get(..2)?.try_into().ok()?));
-    let port = u16::from_be_bytes(local.get(2..4)?.try_into().ok()?);
-    let ip: std::net::IpAddr = if family == libc::AF_INET {
-        <[u8; 4]>::try_from(local.get(4..8)?).ok()?.into()
-    } else if family == libc::AF_INET6 {
-        <[u8; 16]>::try_from(local.get(8..24)?).ok()?.into()
-    } else {
-        return None;
-    };
-    Some(SocketAddr::new(ip, port))
 }
 
 /// What a child needs to hand its listener over: the program and the
@@ -365,8 +404,16 @@ impl Supervisor {
         let Ok(mut list) = self.shared.refused.lock() else {
             return Vec::new();
         };
-        let (mine, rest) = list.drain(..).partition(|r| r.command == command);
+        let (mut mine, rest): (Vec<RefusedConnect>, _) =
+            list.drain(..).partition(|r| r.command == command);
         *list = rest;
+        drop(list);
+        // Off the refused call's path: a scan of /proc for each port.
+        for refused in &mut mine {
+            if let ConnectTarget::Port { address, transport } = refused.target {
+                refused.listener = local_net::find_listener(address, transport);
+            }
+        }
         mine
     }
 }
@@ -385,30 +432,83 @@ fn accept(receiver: &OwnedFd, shared: &Arc<Shared>) {
     }
 }
 
+/// The IP address and port of a `getsockname` answer, if it is one.
+fn inet(local: &[u8]) -> Option<SocketAddr> {
+    let family = i32::from(u16::from_ne_bytes(local.get(..2)?.try_into().ok()?));
+    let port = u16::from_be_bytes(local.get(2..4)?.try_into().ok()?);
+    let ip: std::net::IpAddr = if family == libc::AF_INET {
+        <[u8; 4]>::try_from(local.get(4..8)?).ok()?.into()
+    } else if family == libc::AF_INET6 {
+        <[u8; 16]>::try_from(local.get(8..24)?).ok()?.into()
+    } else {
+        return None;
+    };
+    Some(SocketAddr::new(ip, port))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use std::os::fd::AsFd;
 
     #[test]
-    fn a_bound_socket_names_its_own_file_whatever_is_renamed_over_it() {
+    fn a_bind_records_what_the_kernel_bound_the_socket_to_whatever_is_renamed_over_it() {
+        use std::os::unix::fs::MetadataExt;
+        use std::os::unix::net::{UnixDatagram, UnixListener};
+        let shared = Shared {
+            rules: Rules::default(),
+            bound: Mutex::new(Bound::default()),
+            refused: Mutex::new(Vec::new()),
+        };
+        let pending = || shared.bound.lock().expect("lock").pending.len();
         let dir = tempfile::tempdir().expect("tempdir");
         let path = dir.path().join("s.sock");
-        let listener = std::os::unix::net::UnixListener::bind(&path).expect("bind");
+        let socket = UnixDatagram::unbound().expect("socket");
+        shared.note_bind(socket.as_fd());
+        // Not bound yet: noted, nothing recorded.
+        shared.settle();
+        assert_eq!(pending(), 1);
+        assert!(shared.bound.lock().expect("lock").files.is_empty());
+        let address = serve::unix_address(&path).expect("address");
+        sys::bind(socket.as_fd(), &address).expect("bind");
         let meta = std::fs::metadata(&path).expect("stat");
-        let id = sys::unix_socket_file(listener.as_fd()).expect("unix_diag");
-        assert_eq!(id, Some((meta.dev(), meta.ino())));
-        // Another socket renamed over the name: the first still names its own.
+        // Another socket renamed over the name before the supervisor asks:
+        // the first still names its own file.
         let other_path = dir.path().join("other.sock");
-        let _other = std::os::unix::net::UnixListener::bind(&other_path).expect("bind");
+        let _other = UnixListener::bind(&other_path).expect("bind");
+        let other = std::fs::metadata(&other_path).expect("stat");
         std::fs::rename(&other_path, &path).expect("rename");
-        assert_eq!(
-            sys::unix_socket_file(listener.as_fd()).expect("unix_diag"),
-            Some((meta.dev(), meta.ino()))
+        shared.settle();
+        assert_eq!(pending(), 0);
+        assert!(shared.known((meta.dev(), meta.ino())));
+        assert!(!shared.known((other.dev(), other.ino())));
+        // A socket bound already (outside) is not noted.
+        let outside = UnixListener::bind(dir.path().join("outside.sock")).expect("bind");
+        shared.note_bind(outside.as_fd());
+        assert_eq!(pending(), 0);
+        // An abstract name is recorded as the kernel holds it.
+        let name = format!("strument-settle-{}", std::process::id());
+        let socket = UnixDatagram::unbound().expect("socket");
+        shared.note_bind(socket.as_fd());
+        let mut address = (libc::AF_UNIX as u16).to_ne_bytes().to_vec();
+        address.push(0);
+        address.extend_from_slice(name.as_bytes());
+        sys::bind(socket.as_fd(), &address).expect("bind");
+        shared.settle();
+        assert!(
+            shared
+                .bound
+                .lock()
+                .expect("lock")
+                .abstract_names
+                .contains(name.as_bytes())
         );
-        assert_ne!(std::fs::metadata(&path).expect("stat").ino(), meta.ino());
-        // An unnamed socket has no file.
-        let (a, _b) = std::os::unix::net::UnixStream::pair().expect("pair");
-        assert_eq!(sys::unix_socket_file(a.as_fd()).expect("unix_diag"), None);
+        // A socket closed unbound is forgotten.
+        let closed = UnixDatagram::unbound().expect("socket");
+        shared.note_bind(closed.as_fd());
+        assert_eq!(pending(), 1);
+        drop(closed);
+        shared.settle();
+        assert_eq!(pending(), 0);
     }
 }

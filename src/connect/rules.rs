@@ -5,7 +5,10 @@
 use std::collections::HashSet;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::SystemTime;
+
+use crate::local_net::{LocalNet, Reach, Transport};
 
 /// Where a `connect` or `sendto` goes, as the supervisor read and resolved it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -21,8 +24,8 @@ pub(crate) enum Destination {
     },
     /// An abstract unix socket name, without the leading NUL.
     Abstract(Vec<u8>),
-    /// An IPv4 or IPv6 address.
-    Inet(SocketAddr),
+    /// An IPv4 or IPv6 address, and the socket's transport.
+    Inet(SocketAddr, Transport),
     /// Anything else: an unnamed unix address, `AF_UNSPEC` (disconnect),
     /// families the sandbox does not mediate. The kernel judges them.
     Other,
@@ -47,26 +50,27 @@ pub(crate) struct Rules {
     /// Socket files named by the policy (`$SSH_AUTH_SOCK`, the caller's),
     /// by identity: a file renamed over the name later is not them.
     pub(crate) socket_files: HashSet<(u64, u64)>,
-    /// Directories where a confined command may create sockets (the
-    /// writable directory roots: `MAKE_SOCK`), as the kernel names them.
-    pub(crate) bind_dirs: Vec<PathBuf>,
     /// A socket beneath [`Rules::socket_dirs`] that changed after this
     /// (created, renamed or linked there) counts only if it was bound
     /// inside: otherwise a confined command could move a socket it may not
     /// reach (tmux's, in a writable `/tmp`) into the project.
     pub(crate) since: Option<SystemTime>,
+    /// This machine's own addresses, the ports the policy names on them,
+    /// and those bound inside.
+    pub(crate) net: Arc<LocalNet>,
 }
 
-/// What processes of the sandbox bound, learnt from the binds the
-/// supervisor performed.
+/// What processes of the sandbox bound, asked of the kernel by the sockets
+/// their `bind` calls named.
 #[derive(Debug, Default)]
 pub(crate) struct Bound {
     /// Socket files, by identity.
     pub(crate) files: HashSet<(u64, u64)>,
     /// Abstract names.
     pub(crate) abstract_names: HashSet<Vec<u8>>,
-    /// IPv4 and IPv6 addresses with the port the kernel chose.
-    pub(crate) inet: Vec<SocketAddr>,
+    /// Unix sockets a `bind` was asked for and not yet seen bound, by sockfs
+    /// inode and cookie.
+    pub(crate) pending: Vec<(u32, [u32; 2])>,
 }
 
 impl Rules {
@@ -83,21 +87,12 @@ impl Rules {
                     || (beneath(resolved, &self.socket_dirs) && self.unchanged(*changed))
             }
             Destination::Abstract(name) => bound.abstract_names.contains(name),
-            // This machine's own addresses are the next route to close;
-            // until then every address is allowed, but performed here, so
-            // that the address judged is the address used.
-            Destination::Inet(_) | Destination::Other => true,
+            // Other hosts pass, performed here all the same, so that the
+            // address judged is the address used.
+            Destination::Inet(to, transport) => self.net.reach(*to, *transport) != Reach::Refused,
+            Destination::Other => true,
         };
         if allowed {
-            Verdict::Allow
-        } else {
-            Verdict::Refuse
-        }
-    }
-
-    /// Whether a socket may be created in `dir` (resolved).
-    pub(crate) fn bind(&self, dir: &Path) -> Verdict {
-        if beneath(dir, &self.bind_dirs) {
             Verdict::Allow
         } else {
             Verdict::Refuse
@@ -138,8 +133,8 @@ mod tests {
         let rules = Rules {
             socket_dirs: vec!["/home/me/project".into()],
             socket_files: [(1, 7)].into(),
-            bind_dirs: vec!["/tmp".into()],
             since: Some(start),
+            ..Rules::default()
         };
         let mut bound = Bound::default();
         let agent = path("/tmp/ssh-x/agent.1", 7, after);
@@ -163,7 +158,15 @@ mod tests {
         bound.abstract_names.insert(b"svc".to_vec());
         assert_eq!(rules.connect(&name, &bound), Verdict::Allow);
 
-        assert_eq!(rules.bind(Path::new("/tmp/x")), Verdict::Allow);
-        assert_eq!(rules.bind(Path::new("/home/me")), Verdict::Refuse);
+        // This machine's ports are refused unless bound inside; other
+        // hosts pass.
+        let ssh = Destination::Inet("127.0.0.1:22".parse().unwrap(), Transport::Tcp);
+        assert_eq!(rules.connect(&ssh, &bound), Verdict::Refuse);
+        rules
+            .net
+            .bound("0.0.0.0:22".parse().unwrap(), Transport::Tcp);
+        assert_eq!(rules.connect(&ssh, &bound), Verdict::Allow);
+        let web = Destination::Inet("192.0.2.80:443".parse().unwrap(), Transport::Tcp);
+        assert_eq!(rules.connect(&web, &bound), Verdict::Allow);
     }
 }

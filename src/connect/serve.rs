@@ -1,6 +1,8 @@
-//! Serving one listener: each notified call is read from the confined
-//! thread, checked still pending, decided, and performed here on the
-//! thread's own socket, with the address read and resolved here.
+//! Serving one listener: each notified `connect` and `sendto` is read from
+//! the confined thread, checked still pending, decided, and performed here
+//! on the thread's own socket, with the address read and resolved here. A
+//! `bind` is left to the kernel, under the thread's own Landlock domain,
+//! once its socket is noted (see [`continue_bind`]).
 
 use std::ffi::OsStr;
 use std::fs::{File, OpenOptions};
@@ -15,6 +17,7 @@ use std::sync::Arc;
 use super::filter::{self, Call};
 use super::rules::{Destination, Verdict};
 use super::{RefusedConnect, Shared, Target};
+use crate::local_net::{self, Transport};
 use crate::sys;
 
 /// The most of a `sendto` buffer copied: a datagram larger than this is
@@ -70,10 +73,12 @@ struct Work {
     address: Vec<u8>,
     /// Keeps the descriptor named in `address` open.
     _target: Option<File>,
-    /// For `bind`: the directory and name, to learn what the bind made.
-    bind_into: Option<(File, PathBuf)>,
     data: Vec<u8>,
     flags: i32,
+    /// A UDP socket sending to this machine: the port the kernel gives it
+    /// on the way is learnt as bound inside, so that a server of the
+    /// sandbox can answer it.
+    udp_local: bool,
 }
 
 /// Reads the call's address (and data) from the thread, fetches its
@@ -90,7 +95,15 @@ fn prepare(
     let tid = notif.pid as i32;
     let args = notif.data.args;
     let (addr_at, addr_len) = match call {
-        Call::Connect | Call::Bind => (args[1], args[2]),
+        // A unix socket's bind is the kernel's, under the command's own
+        // Landlock rules (continue_bind); a port is bound here, on the
+        // command's socket, and learnt as bound inside.
+        Call::Bind if !binds_port(notif) => {
+            continue_bind(listener, notif, shared);
+            return Ok(None);
+        }
+        Call::Bind => (args[1], args[2]),
+        Call::Connect => (args[1], args[2]),
         Call::SendTo => (args[4], args[5]),
     };
     // The kernel takes the length as an int and refuses more than a
@@ -127,32 +140,20 @@ fn prepare(
         socket,
         address,
         _target: None,
-        bind_into: None,
         data,
         flags,
+        udp_local: false,
     };
-    let destination = match (call, unix) {
-        (Call::Bind, Some(Unix::Path(path))) => {
-            let (dir, name) = split_parent(&path, cwd.as_ref())?;
-            let dir = open_path(&dir, true)?;
-            let resolved = proc_link(&dir)?;
-            if !sys::still_waiting(listener, notif.id) {
-                return Ok(None);
-            }
-            if shared.rules.bind(&resolved) == Verdict::Refuse {
-                return Err(libc::EACCES);
-            }
-            work.address = unix_address(&proc_fd(&dir).join(&name))?;
-            work.bind_into = Some((dir, name));
-            return Ok(Some(work));
+    if call == Call::Bind {
+        if !sys::still_waiting(listener, notif.id) {
+            return Ok(None);
         }
-        (Call::Bind, _) => {
-            if !sys::still_waiting(listener, notif.id) {
-                return Ok(None);
-            }
-            return Ok(Some(work));
-        }
-        (_, Some(Unix::Path(path))) => {
+        return Ok(Some(work));
+    }
+    // What the command's own binds made, asked of the kernel now.
+    shared.settle();
+    let destination = match unix {
+        Some(Unix::Path(path)) => {
             let path = match &cwd {
                 Some(cwd) => proc_fd(cwd).join(&path),
                 None => path,
@@ -179,9 +180,14 @@ fn prepare(
                 changed: ctime(&meta),
             }
         }
-        (_, Some(Unix::Abstract(name))) => Destination::Abstract(name),
-        (_, Some(Unix::Unnamed)) | (_, None) => match parse_inet(&work.address) {
-            Some(inet) => Destination::Inet(inet),
+        Some(Unix::Abstract(name)) => Destination::Abstract(name),
+        Some(Unix::Unnamed) | None => match parse_inet(&work.address) {
+            Some(inet) => {
+                let transport = transport_of(&work.socket);
+                work.udp_local =
+                    transport == Transport::Udp && shared.rules.net.is_local(inet.ip());
+                Destination::Inet(inet, transport)
+            }
             None => Destination::Other,
         },
     };
@@ -207,12 +213,71 @@ fn prepare(
                 }
                 (Target::Abstract(name), libc::EPERM)
             }
+            // Gradle's cache-lock ping to the user's own daemon: it only
+            // makes the owner release a lock on a shared cache.
+            Destination::Inet(_, Transport::Udp)
+                if call == Call::SendTo && local_net::is_gradle_lock_ping(&work.data) =>
+            {
+                return Ok(Some(work));
+            }
+            Destination::Inet(address, transport) => {
+                // A port nobody listens on is refused the way the kernel
+                // refuses it: a client waiting for a server it started
+                // itself retries on ECONNREFUSED, not on EACCES.
+                if transport == Transport::Tcp
+                    && call == Call::Connect
+                    && !local_net::listening(address, transport)
+                {
+                    return Err(libc::ECONNREFUSED);
+                }
+                (Target::Port { address, transport }, libc::EACCES)
+            }
             _ => return Err(libc::EACCES),
         };
         shared.record(RefusedConnect::new(command, target));
         return Err(errno);
     }
     Ok(Some(work))
+}
+
+/// Lets the kernel perform a `bind`, after noting its socket.
+///
+/// Unlike a `connect`, the kernel's own lines decide a `bind` completely:
+/// making a socket file is Landlock's `MAKE_SOCK`, handled on every ABI and
+/// granted on the writable roots only, so the kernel refuses a name
+/// outside them (`EACCES`) whatever address it reads; an abstract name or
+/// an IP port writes no file. Nothing here is decided or recorded from the
+/// address either: what the socket was bound to is asked of the kernel by
+/// the socket later ([`Shared::settle`]). So the second read of the
+/// address, after a second thread may have swapped it, changes nothing,
+/// and the name bound is exactly the program's: `getsockname` and
+/// `/proc/net/unix` show the path it passed.
+/// Whether the `bind` notified binds a TCP or UDP port: its socket's
+/// protocol, which the command cannot change, not the address it passed.
+fn binds_port(notif: &sys::Notification) -> bool {
+    open_process(notif.pid as i32)
+        .and_then(|pidfd| sys::pidfd_getfd(&pidfd, notif.data.args[0] as i32))
+        .is_ok_and(|socket| {
+            matches!(
+                sys::socket_protocol(socket.as_fd()),
+                Ok(libc::IPPROTO_TCP | libc::IPPROTO_UDP)
+            )
+        })
+}
+
+fn continue_bind(listener: &OwnedFd, notif: &sys::Notification, shared: &Shared) {
+    let tid = notif.pid as i32;
+    // A socket that cannot be fetched (a non-dumpable process) is bound
+    // all the same, and not recorded as bound inside.
+    let socket =
+        open_process(tid).and_then(|pidfd| sys::pidfd_getfd(&pidfd, notif.data.args[0] as i32));
+    if !sys::still_waiting(listener, notif.id) {
+        return;
+    }
+    if let Ok(socket) = socket {
+        shared.note_bind(socket.as_fd());
+    }
+    let _ = sys::answer_continue(listener, notif.id);
 }
 
 impl Work {
@@ -234,12 +299,14 @@ impl Work {
             return;
         }
         let outcome = self.perform(true);
-        if let (Ok(_), Some((dir, name))) = (&outcome, &self.bind_into) {
-            shared.learn_file(self.socket.as_fd(), dir, name);
-        }
-        if outcome.is_ok() && self.call == Call::Bind && self.bind_into.is_none() {
+        if outcome.is_ok() && self.udp_local {
             if let Ok(local) = sys::local_address(self.socket.as_fd()) {
-                shared.learn_address(&local);
+                shared.learn_address(&local, Transport::Udp);
+            }
+        }
+        if outcome.is_ok() && self.call == Call::Bind {
+            if let Ok(local) = sys::local_address(self.socket.as_fd()) {
+                shared.learn_address(&local, transport_of(&self.socket));
             }
         }
         respond(listener, id, outcome);
@@ -248,10 +315,12 @@ impl Work {
     /// Whether performing this may wait: a blocking socket connecting to
     /// another host, or sending (tried without waiting first).
     fn may_block(&self) -> bool {
-        let remote = match self.call {
-            Call::Connect => parse_inet(&self.address).is_some_and(|a| !a.ip().is_loopback()),
-            Call::Bind | Call::SendTo => false,
-        };
+        // A UDP connect only names the peer: it never waits.
+        let remote = !self.udp_local
+            && match self.call {
+                Call::Connect => parse_inet(&self.address).is_some_and(|a| !a.ip().is_loopback()),
+                Call::Bind | Call::SendTo => false,
+            };
         remote && !sys::is_nonblocking(self.socket.as_fd()).unwrap_or(true)
     }
 
@@ -259,6 +328,7 @@ impl Work {
         let fd = self.socket.as_fd();
         let result = match self.call {
             Call::Connect => sys::connect(fd, &self.address).map(|()| 0),
+            // A port's bind (a unix socket's is the kernel's: continue_bind).
             Call::Bind => sys::bind(fd, &self.address).map(|()| 0),
             Call::SendTo => {
                 let flags = if first_try {
@@ -284,6 +354,11 @@ impl Work {
         };
         result.map_err(|e| errno_of(&e))
     }
+}
+
+/// The transport of an IPv4 or IPv6 socket, by its protocol.
+fn transport_of(socket: &OwnedFd) -> Transport {
+    Transport::from_protocol(sys::socket_protocol(socket.as_fd()).unwrap_or(0))
 }
 
 fn respond(listener: &OwnedFd, id: u64, outcome: Outcome) {
@@ -396,22 +471,6 @@ fn proc_link(file: &File) -> Result<PathBuf, i32> {
     std::fs::read_link(proc_fd(file)).map_err(|e| errno_of(&e))
 }
 
-/// The directory a socket is bound in and its name: `bind` follows
-/// symlinks in the directories but not in the name.
-fn split_parent(path: &Path, cwd: Option<&File>) -> Result<(PathBuf, PathBuf), i32> {
-    let name = match path.file_name() {
-        Some(name) if !path.as_os_str().as_bytes().ends_with(b"/") => PathBuf::from(name),
-        _ => return Err(libc::EINVAL),
-    };
-    let parent = path.parent().unwrap_or(Path::new(""));
-    let dir = match (cwd, parent.as_os_str().is_empty()) {
-        (Some(cwd), true) => proc_fd(cwd),
-        (Some(cwd), false) => proc_fd(cwd).join(parent),
-        (None, _) => parent.to_path_buf(),
-    };
-    Ok((dir, name))
-}
-
 /// The inode's change time: a rename or a new link moves it, and no
 /// unprivileged call sets it back.
 fn ctime(meta: &std::fs::Metadata) -> Option<std::time::SystemTime> {
@@ -452,25 +511,6 @@ mod tests {
             Some(SocketAddr::from(([127, 0, 0, 1], 8080)))
         );
         assert!(parse_unix(&[1]).is_none());
-    }
-
-    #[test]
-    fn a_bind_path_splits_into_its_directory_and_name() {
-        let (dir, name) = split_parent(Path::new("/tmp/a/s.sock"), None).expect("split");
-        assert_eq!(
-            (dir.as_path(), name.as_path()),
-            (Path::new("/tmp/a"), Path::new("s.sock"))
-        );
-        let (dir, _) = split_parent(Path::new("/s.sock"), None).expect("split");
-        assert_eq!(dir, Path::new("/"));
-        // A trailing slash or `..` names no socket file.
-        assert_eq!(split_parent(Path::new("/tmp/a/"), None), Err(libc::EINVAL));
-        assert_eq!(split_parent(Path::new("/tmp/.."), None), Err(libc::EINVAL));
-        // Relative names are taken in the caller's directory.
-        let cwd = File::open("/").expect("open /");
-        let (dir, name) = split_parent(Path::new("s.sock"), Some(&cwd)).expect("split");
-        assert_eq!(dir, proc_fd(&cwd));
-        assert_eq!(name, Path::new("s.sock"));
     }
 
     #[test]

@@ -230,13 +230,31 @@ pub(crate) fn recv_notification(listener: &OwnedFd) -> io::Result<Notification> 
 }
 
 /// `SECCOMP_IOCTL_NOTIF_SEND`: the blocked syscall returns `val`, or fails
-/// with `errno` when it is not zero. Never `FLAG_CONTINUE`.
+/// with `errno` when it is not zero.
 pub(crate) fn answer(listener: &OwnedFd, id: u64, val: i64, errno: i32) -> io::Result<()> {
+    send_response(listener, id, val, -errno, 0)
+}
+
+/// `SECCOMP_IOCTL_NOTIF_SEND` with `SECCOMP_USER_NOTIF_FLAG_CONTINUE`: the
+/// kernel performs the blocked call itself, reading its arguments again.
+/// Only for a call whose outcome nothing here decides or records from what
+/// was read (`bind`: see `connect::serve`).
+pub(crate) fn answer_continue(listener: &OwnedFd, id: u64) -> io::Result<()> {
+    send_response(
+        listener,
+        id,
+        0,
+        0,
+        libc::SECCOMP_USER_NOTIF_FLAG_CONTINUE as u32,
+    )
+}
+
+fn send_response(listener: &OwnedFd, id: u64, val: i64, error: i32, flags: u32) -> io::Result<()> {
     let resp = libc::seccomp_notif_resp {
         id,
         val,
-        error: -errno,
-        flags: 0,
+        error,
+        flags,
     };
     // SAFETY: `resp` is a valid seccomp_notif_resp the kernel only reads.
     let ret = unsafe {
@@ -384,24 +402,19 @@ pub(crate) fn sendto(
     }
 }
 
-/// `getsockname(fd)`, as bytes.
-pub(crate) fn local_address(fd: BorrowedFd<'_>) -> io::Result<Vec<u8>> {
-    // SAFETY: plain data, valid when zeroed.
-    let mut storage: libc::sockaddr_storage = unsafe { std::mem::zeroed() };
-    let mut len = size_of::<libc::sockaddr_storage>() as libc::socklen_t;
-    // SAFETY: `storage` has room for `len` bytes; the kernel updates `len`.
-    let ret = unsafe { libc::getsockname(fd.as_raw_fd(), (&raw mut storage).cast(), &raw mut len) };
-    if ret < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    let len = (len as usize).min(size_of::<libc::sockaddr_storage>());
-    // SAFETY: the kernel wrote `len` bytes of `storage`.
-    let bytes = unsafe { std::slice::from_raw_parts((&raw const storage).cast::<u8>(), len) };
-    Ok(bytes.to_vec())
-}
-
 /// `SO_TYPE` of a socket: `SOCK_STREAM`, `SOCK_DGRAM`, `SOCK_SEQPACKET`.
 pub(crate) fn socket_type(fd: BorrowedFd<'_>) -> io::Result<i32> {
+    int_option(fd, libc::SO_TYPE)
+}
+
+/// `SO_PROTOCOL` of a socket: `IPPROTO_TCP`, `IPPROTO_UDP`, …; ports are
+/// counted apart per protocol.
+pub(crate) fn socket_protocol(fd: BorrowedFd<'_>) -> io::Result<i32> {
+    int_option(fd, libc::SO_PROTOCOL)
+}
+
+/// An integer `SOL_SOCKET` option of a socket.
+fn int_option(fd: BorrowedFd<'_>, name: libc::c_int) -> io::Result<i32> {
     let mut value: libc::c_int = 0;
     let mut len = size_of::<libc::c_int>() as libc::socklen_t;
     // SAFETY: `value` has room for an int; the kernel updates `len`.
@@ -409,7 +422,7 @@ pub(crate) fn socket_type(fd: BorrowedFd<'_>) -> io::Result<i32> {
         libc::getsockopt(
             fd.as_raw_fd(),
             libc::SOL_SOCKET,
-            libc::SO_TYPE,
+            name,
             (&raw mut value).cast(),
             &raw mut len,
         )
@@ -563,23 +576,43 @@ pub(crate) fn pid() -> i32 {
     unsafe { libc::getpid() }
 }
 
-/// The socket file (device, inode) a bound unix socket lives at, asked of
-/// the kernel by the socket itself (`NETLINK_SOCK_DIAG`, `UNIX_DIAG_VFS`):
-/// unlike a lookup by name, no rename can change the answer. `Ok(None)` for
-/// a socket not bound to a path; an error when the kernel has no
-/// `CONFIG_UNIX_DIAG`.
-pub(crate) fn unix_socket_file(socket: BorrowedFd<'_>) -> io::Result<Option<(u64, u64)>> {
-    const SOCK_DIAG_BY_FAMILY: u16 = 20;
-    const UDIAG_SHOW_VFS: u32 = 0x2;
-    const UNIX_DIAG_VFS: u16 = 1;
+/// What the kernel says of one unix socket (`NETLINK_SOCK_DIAG`): asked
+/// of the socket itself, so no rename or second thread changes the answer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct UnixSocket {
+    /// Its inode on sockfs and its cookie: together they name this socket
+    /// and no later one, with no descriptor held.
+    pub(crate) ino: u32,
+    pub(crate) cookie: [u32; 2],
+    /// The name it is bound to (`UNIX_DIAG_NAME`, as `getsockname` gives
+    /// `sun_path`: an abstract name starts with a NUL); `None` unbound.
+    pub(crate) name: Option<Vec<u8>>,
+    /// The socket file (device, inode) of a pathname socket (`UNIX_DIAG_VFS`).
+    pub(crate) file: Option<(u64, u64)>,
+}
+
+/// The sockfs inode of a socket descriptor.
+pub(crate) fn socket_inode(socket: BorrowedFd<'_>) -> io::Result<u32> {
     // SAFETY: fstat writes a stat struct, plain data valid when zeroed.
     let mut st: libc::stat = unsafe { std::mem::zeroed() };
     // SAFETY: `st` is writable for the call.
     if unsafe { libc::fstat(socket.as_raw_fd(), &raw mut st) } < 0 {
         return Err(io::Error::last_os_error());
     }
-    let sockfs_ino =
-        u32::try_from(st.st_ino).map_err(|_| io::Error::from_raw_os_error(libc::EOVERFLOW))?;
+    u32::try_from(st.st_ino).map_err(|_| io::Error::from_raw_os_error(libc::EOVERFLOW))
+}
+
+/// Asks the kernel about the unix socket with sockfs inode `ino` (and,
+/// when given, `cookie`: then a later socket with the same inode number
+/// fails with `ESTALE`). `ENOENT` once the socket is closed; another error
+/// when the kernel has no `CONFIG_UNIX_DIAG`.
+pub(crate) fn unix_socket(ino: u32, cookie: Option<[u32; 2]>) -> io::Result<UnixSocket> {
+    const SOCK_DIAG_BY_FAMILY: u16 = 20;
+    const UDIAG_SHOW_NAME: u32 = 0x1;
+    const UDIAG_SHOW_VFS: u32 = 0x2;
+    const UNIX_DIAG_NAME: u16 = 0;
+    const UNIX_DIAG_VFS: u16 = 1;
+    let cookie_in = cookie.unwrap_or([u32::MAX, u32::MAX]);
     // struct nlmsghdr, then struct unix_diag_req.
     let mut req = Vec::with_capacity(40);
     req.extend_from_slice(&40u32.to_ne_bytes());
@@ -589,10 +622,10 @@ pub(crate) fn unix_socket_file(socket: BorrowedFd<'_>) -> io::Result<Option<(u64
     req.extend_from_slice(&0u32.to_ne_bytes());
     req.extend_from_slice(&[libc::AF_UNIX as u8, 0, 0, 0]);
     req.extend_from_slice(&u32::MAX.to_ne_bytes()); // every state
-    req.extend_from_slice(&sockfs_ino.to_ne_bytes());
-    req.extend_from_slice(&UDIAG_SHOW_VFS.to_ne_bytes());
-    req.extend_from_slice(&u32::MAX.to_ne_bytes()); // no cookie
-    req.extend_from_slice(&u32::MAX.to_ne_bytes());
+    req.extend_from_slice(&ino.to_ne_bytes());
+    req.extend_from_slice(&(UDIAG_SHOW_NAME | UDIAG_SHOW_VFS).to_ne_bytes());
+    req.extend_from_slice(&cookie_in[0].to_ne_bytes());
+    req.extend_from_slice(&cookie_in[1].to_ne_bytes());
     // SAFETY: integers only.
     let fd = unsafe {
         libc::socket(
@@ -636,21 +669,52 @@ pub(crate) fn unix_socket_file(socket: BorrowedFd<'_>) -> io::Result<Option<(u64
         }
         _ => return Err(bad()),
     }
-    // struct unix_diag_msg is 16 bytes; the attributes follow.
+    // struct unix_diag_msg: family, type, state, pad, ino, cookie[2].
+    let mut socket = UnixSocket {
+        ino: u32_at(16 + 4).ok_or_else(bad)?,
+        cookie: [
+            u32_at(16 + 8).ok_or_else(bad)?,
+            u32_at(16 + 12).ok_or_else(bad)?,
+        ],
+        name: None,
+        file: None,
+    };
+    // The attributes follow the 16 bytes of unix_diag_msg.
+    let end = len.min(msg.len());
     let mut at = 16 + 16;
-    while at + 4 <= len.min(msg.len()) {
+    while at + 4 <= end {
         let attr_len = usize::from(u16_at(at).ok_or_else(bad)?);
-        if attr_len < 4 {
+        if attr_len < 4 || at + attr_len > end {
             return Err(bad());
         }
-        if u16_at(at + 2) == Some(UNIX_DIAG_VFS) {
-            let ino = u32_at(at + 4).ok_or_else(bad)?;
-            let dev = u32_at(at + 8).ok_or_else(bad)?;
-            // The kernel's own dev_t: 12 bits of major, 20 of minor.
-            let dev = libc::makedev(dev >> 20, dev & 0xf_ffff);
-            return Ok(Some((dev, u64::from(ino))));
+        match u16_at(at + 2) {
+            Some(UNIX_DIAG_NAME) => socket.name = Some(msg[at + 4..at + attr_len].to_vec()),
+            Some(UNIX_DIAG_VFS) => {
+                let ino = u32_at(at + 4).ok_or_else(bad)?;
+                let dev = u32_at(at + 8).ok_or_else(bad)?;
+                // The kernel's own dev_t: 12 bits of major, 20 of minor.
+                let dev = libc::makedev(dev >> 20, dev & 0xf_ffff);
+                socket.file = Some((dev, u64::from(ino)));
+            }
+            _ => {}
         }
         at += (attr_len + 3) & !3;
     }
-    Ok(None)
+    Ok(socket)
+}
+
+/// `getsockname(fd)`, as bytes.
+pub(crate) fn local_address(fd: BorrowedFd<'_>) -> io::Result<Vec<u8>> {
+    // SAFETY: plain data, valid when zeroed.
+    let mut storage: libc::sockaddr_storage = unsafe { std::mem::zeroed() };
+    let mut len = size_of::<libc::sockaddr_storage>() as libc::socklen_t;
+    // SAFETY: `storage` has room for `len` bytes; the kernel updates `len`.
+    let ret = unsafe { libc::getsockname(fd.as_raw_fd(), (&raw mut storage).cast(), &raw mut len) };
+    if ret < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    let len = (len as usize).min(size_of::<libc::sockaddr_storage>());
+    // SAFETY: the kernel wrote `len` bytes of `storage`.
+    let bytes = unsafe { std::slice::from_raw_parts((&raw const storage).cast::<u8>(), len) };
+    Ok(bytes.to_vec())
 }

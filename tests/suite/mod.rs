@@ -6,9 +6,11 @@
 //! `tripwire` runs commands confined (Landlock); `denials` runs
 //! `run --explain-denials` as an ordinary user (root drops to `nobody`); `vm` boots Debian's kernels
 //! of every Landlock generation under qemu; `container` runs the scenarios in
-//! podman containers (root, podman, runc, Landlock); `simulated`, `cli`,
-//! `writable` and `readline` (a lint of the shared shell scripts) run anywhere.
-//! `first_hour` needs Landlock and npm's and PyPI's registries.
+//! podman containers (root, podman, runc, Landlock); `local_net` runs commands
+//! next to services on this machine's addresses (Landlock, python3, sshd,
+//! pypi.org); `simulated`, `cli`, `writable` and `readline` (a lint of the
+//! shared shell scripts) run anywhere. `first_hour` needs Landlock and npm's
+//! and PyPI's registries.
 
 mod capped;
 mod cli;
@@ -17,6 +19,7 @@ mod denials;
 mod deputies;
 mod first_hour;
 mod kernel;
+mod local_net;
 mod network;
 mod props;
 mod readline;

@@ -181,7 +181,7 @@ fn sockets_the_command_binds_in_tmp_the_project_and_an_abstract_name_work() {
             show(&out)
         );
     }
-    // The socket files were made where the command asked, by the supervisor.
+    // The socket files were made where the command asked.
     let made = fs::read_dir(&h.project)
         .expect("list")
         .filter_map(Result::ok)

@@ -255,7 +255,7 @@ fn bookworm_6_1_abi_2_passes_every_scenario_and_reports_truncate() {
             "bookworm",
             "6.1.",
             2,
-            &["deputies", "explain-denials", "truncate"],
+            &["deputies", "explain-denials", "local_net", "truncate"],
         )
     });
 }
@@ -279,7 +279,7 @@ fn trixie_6_12_abi_6_passes_every_scenario() {
             "tmux-send-keys-refused",
             "no-route-around",
         ],
-        ..Case::with_abi("trixie", "6.12.", 6, &["deputies", "truncate"])
+        ..Case::with_abi("trixie", "6.12.", 6, &["deputies", "local_net", "truncate"])
     });
 }
 

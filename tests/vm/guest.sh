@@ -57,6 +57,10 @@ report "probe-exit: $probe_status"
 while IFS= read -r line; do report "probe: $line"; done <<<"$probe"
 probed_abi=$(sed -n 's/^abi: *\([0-9][0-9]*\).*/\1/p' <<<"$probe" | head -n1)
 
+# Loopback, which the initramfs leaves down: tests/vm/checks/local_net.sh
+# runs services on 127.0.0.1 and ::1, as the test user, who cannot raise it.
+ip link set lo up 2>/dev/null || busybox ip link set lo up 2>/dev/null || true
+
 # An ordinary user, added to the guest's copy of /etc/passwd (the host's files
 # are untouched: every write lands in the tmpfs overlay).
 user=sandbox-test

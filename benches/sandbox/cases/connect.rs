@@ -98,8 +98,9 @@ pub fn run(bench: &Bench, config: &Config) -> Section {
          times a run, the median of {rounds} runs' medians: plain, and under \
          `Prepared::confine`, where the connect supervisor (a thread of the benchmark) \
          reads the address, decides and performs the connect for the workload. The unix \
-         socket is bound in the project (the bind is performed by the supervisor too, and \
-         the socket is then reachable as bound inside); TCP goes to 127.0.0.1."
+         socket is bound in the project (the kernel performs the bind, Landlock deciding; \
+         the supervisor asks the kernel what it bound, and the socket is then reachable as \
+         bound inside); TCP goes to 127.0.0.1."
     ));
     section.table(
         &["socket", "variant", "connects", "median", "p90", "added"],

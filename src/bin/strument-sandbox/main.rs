@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand};
+use strument_sandbox::local_net::{LocalPort, PortReason};
 use strument_sandbox::{Policy, Session, SessionBuilder};
 
 #[macro_use]
@@ -51,7 +52,10 @@ command binds itself (a connect supervisor in this process decides each
 connect; from Linux 7.1 Landlock guards the same sockets). Each refused socket
 is named after the command, with the --allow-socket that would allow it.
 gpg-agent is not allowed by default: naming its socket also lets a command
-delete and import secret keys.
+delete and import secret keys. The same holds for this machine's own
+addresses (loopback, every local interface): only ports the command binds
+itself, the resolver's, a local proxy's and --allow-connect ones are reachable
+there; other hosts are never refused.
 A root from a variable ($TMPDIR, $XDG_CACHE_HOME, $GOCACHE, …) or from the
 project's .git that resolves to the home directory or above is skipped with a
 warning; only --project, --state and --allow may be that wide, and then a
@@ -64,6 +68,7 @@ Examples:
   strument-sandbox run -- go test ./...        # run confined, report hooks it planted
   strument-sandbox run --allow /srv/out -- make install
   strument-sandbox run --allow-socket /run/postgresql -- make test
+  strument-sandbox run --allow-connect 127.0.0.1:5432 -- make test
 
 Exit status:
   0    success (`run`: the command's own status otherwise, 128+N if signal N
@@ -227,6 +232,16 @@ pub(crate) struct Roots {
     /// gpg-agent's socket (for signed commits) lets a command delete and import keys too.
     #[arg(long = "allow-socket", value_name = "PATH")]
     allow_socket: Vec<PathBuf>,
+    /// A port of this machine's own addresses the command may connect to, as ADDR:PORT
+    /// (127.0.0.1:5432, [::1]:8080, localhost:3000; 0.0.0.0:PORT: every local address),
+    /// besides ports bound inside the sandbox, the resolver's and a local proxy's
+    /// (repeatable). Other hosts are never mediated.
+    #[arg(long = "allow-connect", value_name = "ADDR:PORT", value_parser = parse_allow_connect)]
+    allow_connect: Vec<Vec<LocalPort>>,
+}
+
+fn parse_allow_connect(text: &str) -> Result<Vec<LocalPort>, String> {
+    LocalPort::parse(text, PortReason::Caller)
 }
 
 /// A failure of the tool itself, with the exit status it maps to.
@@ -295,6 +310,9 @@ pub(crate) fn session_builder(roots: &Roots) -> Result<SessionBuilder, Failure> 
     }
     for path in &roots.allow {
         builder = builder.allow(absolute(path)?);
+    }
+    for port in roots.allow_connect.iter().flatten() {
+        builder = builder.allow_connect(port.clone());
     }
     for path in &roots.allow_socket {
         builder = builder.allow_socket(absolute(path)?);

@@ -83,6 +83,15 @@ pub(crate) fn report_lines(report: &Report) -> Vec<String> {
         let rest = format!("  ({}: {})", s.origin, s.reason);
         row("socket", "skipped", &s.path, &rest)
     });
+    let ports = report.local_ports.iter().map(|p| {
+        format!(
+            "{:<7}  {:<9}  {}  ({})",
+            "connect",
+            p.reason.name(),
+            p.address,
+            p.reason
+        )
+    });
     let warnings = report.warnings.iter().map(|w| format!("warning: {w}"));
     let limitations = report
         .landlock
@@ -93,6 +102,7 @@ pub(crate) fn report_lines(report: &Report) -> Vec<String> {
         .chain(skipped)
         .chain(sockets)
         .chain(skipped_sockets)
+        .chain(ports)
         .chain(warnings)
         .chain(limitations)
         .chain(std::iter::once(mediation_line(report.landlock.abi)))
@@ -128,9 +138,11 @@ pub(crate) fn mediation_line(abi: u32) -> String {
         String::new()
     };
     format!(
-        "sockets: every connect, bind and addressed sendto is decided by the connect supervisor \
-         (seccomp user notification, performed for the command): a socket listed here, one \
-         beneath the project or state directory, or one bound inside the sandbox{second}"
+        "sockets: every connect and addressed sendto is decided by the connect supervisor \
+         (seccomp user notification, performed for the command; a unix socket's bind is \
+         Landlock's): a socket listed here, one beneath the project or state directory, or one \
+         bound inside the sandbox{second}; on this machine's own addresses a port listed here \
+         (connect) or bound inside"
     )
 }
 

@@ -140,6 +140,12 @@ fn run_json(code: u8, finished: &Finished, said: &[Refusal], denials: Option<&[D
                 "service": r.service.map(|s| s.name()),
                 "attempts": r.attempts,
                 "allow_with": r.allow_with(),
+                "listener": r.listener.as_ref().map(|l| json!({
+                    "pid": l.pid,
+                    "name": l.name,
+                    "uid": l.uid,
+                    "user": l.user,
+                })),
                 "detail": r.to_string(),
             })
         })

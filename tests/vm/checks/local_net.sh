@@ -1,0 +1,131 @@
+#!/usr/bin/env bash
+# No service on this machine's own addresses acts for a confined command:
+# the connect supervisor refuses every port there that was not bound inside
+# the sandbox or named, on every kernel (no Landlock ABI can say "not this
+# host"). Runs on any kernel:
+#
+#   a stand-in build daemon started outside on 127.0.0.1, ::1 and 127.0.0.2
+#   writes a file for an unconfined client and nothing from `run`, which
+#   names the port after the command; next to it, the command's own TCP and
+#   UDP servers on loopback answer it, and `--allow-connect 127.0.0.1:PORT`
+#   reaches that daemon.
+#
+# Usage: local_net.sh SCRATCH
+#   SCRATCH  a directory for the fake home, not under /tmp, /var/tmp,
+#            /dev/shm or $TMPDIR (those are granted roots)
+# Environment: SANDBOX, the strument-sandbox binary (default: on PATH).
+# Needs python3 and ip (Debian: python3 iproute2; busybox's ip will do).
+#
+# Output: `ok <name>: <detail>` or `FAIL <name>: <detail>` per check, then
+# `N passed, M failed`; exit status 0 only when every check passed.
+
+set -uo pipefail
+
+scratch=${1:?usage: local_net.sh SCRATCH}
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+ports=$here/../../fixtures/ports.py
+# ok, not_ok, summary, resolve_sandbox, missing_tool, granted_temp_root.
+# shellcheck source=tests/scenarios/lib.sh
+. "$here/../../scenarios/lib.sh"
+fail() { not_ok "$@"; }
+finish() {
+  summary
+  [ "$failed" -eq 0 ]
+  exit
+}
+
+if ! sandbox=$(resolve_sandbox); then
+  fail "sandbox" "SANDBOX=${SANDBOX:-strument-sandbox} is not an executable"
+  finish
+fi
+for tool in python3 ip; do
+  if missing=$(missing_tool "$tool" "$tool"); then
+    fail "tools" "$missing"
+    finish
+  fi
+done
+if ! temp=$(granted_temp_root "$sandbox" "$scratch"); then
+  fail "scratch" "$scratch does not exist, or $sandbox policy did not say which temp roots it grants"
+  finish
+elif [ -n "$temp" ]; then
+  fail "scratch" "$scratch is under $temp, a temp root the sandbox grants: the checks would prove nothing"
+  finish
+fi
+# The guest's initramfs leaves loopback down: no 127.0.0.1, no ::1.
+ip link set lo up 2>/dev/null
+if ! ip addr show lo | grep -q 'inet 127.0.0.1'; then
+  fail "loopback" "lo has no 127.0.0.1: $(ip addr show lo 2>&1 | tr '\n' ' ')"
+  finish
+fi
+
+home=$(mktemp -d "$scratch/local-net-home.XXXXXX")
+project=$home/project
+mkdir -p "$project"
+pids=()
+cleanup() {
+  for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null; done
+  rm -rf "$home"
+}
+trap cleanup EXIT
+
+confined() {
+  env -i HOME="$home" PATH="$PATH" "$sandbox" run --project "$project" "$@"
+}
+
+# daemon HOST [udp]: starts the stand-in, sets $port.
+daemon() {
+  local fifo=$home/port.$RANDOM
+  mkfifo "$fifo"
+  python3 "$ports" serve "$1" 0 "$home/accepted.log" ${2:+"$2"} >"$fifo" &
+  pids+=($!)
+  read -r port <"$fifo"
+  rm -f "$fifo"
+}
+
+for host in 127.0.0.1 ::1 127.0.0.2; do
+  daemon "$host"
+  free=$home/written-for-an-unconfined-client
+  if [ "$(python3 "$ports" ask "$host" "$port" "$free")" = ok ] && [ -e "$free" ]; then
+    ok "daemon-serves-outside" "the daemon on $host:$port writes for an unconfined client"
+  else
+    fail "daemon-serves-outside" "the daemon on $host:$port did not write for an unconfined client"
+  fi
+  rm -f "$free" "$home/accepted.log"
+  target=$home/written-for-a-confined-client
+  out=$(confined -- python3 "$ports" ask "$host" "$port" "$target" 2>"$home/err")
+  err=$(cat "$home/err")
+  if [ "$out" = "refused: errno 13" ] && [ ! -e "$target" ] && [ ! -e "$home/accepted.log" ]; then
+    ok "daemon-refused" "a confined client of $host:$port: EACCES, nothing written"
+  else
+    fail "daemon-refused" "a confined client of $host:$port: $out; written: $([ -e "$target" ] && echo yes || echo no)"
+  fi
+  if grep -q "refused a connection to tcp .*:$port.*--allow-connect" <<<"$err"; then
+    ok "refusal-reported" "run names $host:$port and the --allow-connect that allows it"
+  else
+    fail "refusal-reported" "no refusal line for $host:$port: $err"
+  fi
+  if [ "$host" = 127.0.0.1 ]; then
+    named=$home/written-for-a-named-port
+    out=$(confined --allow-connect "127.0.0.1:$port" -- python3 "$ports" ask "$host" "$port" "$named" 2>&1)
+    if [ "$out" = ok ] && [ -e "$named" ]; then
+      ok "allow-connect" "--allow-connect 127.0.0.1:$port reaches the daemon"
+    else
+      fail "allow-connect" "--allow-connect 127.0.0.1:$port: $out"
+    fi
+  fi
+done
+
+for host in 127.0.0.1 ::1; do
+  for transport in tcp udp; do
+    arg=()
+    [ "$transport" = udp ] && arg=(udp)
+    out=$(confined -- python3 "$ports" own "$host" "${arg[@]}" 2>&1)
+    if [ "$out" = "own ok" ]; then
+      ok "own-server" "a confined command's own $transport server on $host answers it"
+    else
+      fail "own-server" "its own $transport server on $host: $out"
+    fi
+  done
+done
+
+finish
