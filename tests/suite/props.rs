@@ -297,8 +297,11 @@ fn default_writable_adds_only_its_documented_groups() {
                 for r in &roots {
                     prop_assert!(r.is_absolute(), "{r:?}");
                     let input = r == &project || state.as_ref() == Some(r) || extra.contains(r);
-                    // A worktree's gitdir and common dir, named by its `.git` file.
-                    let git_dir = from_git.contains(r) && project.join(".git").exists();
+                    // A worktree's gitdir and common dir, named by its `.git` file,
+                    // or the git directory of the repository the project sits in
+                    // (a monorepo's package: the nearest `.git` above it).
+                    let git_dir = from_git.contains(r)
+                        && project.ancestors().any(|a| fs::symlink_metadata(a.join(".git")).is_ok());
                     prop_assert!(input || git_dir || baseline.contains(r), "unasked root {r:?}");
                 }
             }
