@@ -262,8 +262,9 @@ impl Shared {
             };
             match (diag.name, diag.file) {
                 (None, _) => bound.pending.push((ino, cookie)),
-                (Some(_), Some(file)) => {
+                (Some(name), Some(file)) => {
                     bound.files.insert(file);
+                    bound.files.extend(seen_at(&name, file));
                 }
                 (Some(name), None) => {
                     if let Some(abstract_name) = name.strip_prefix(&[0]) {
@@ -273,6 +274,27 @@ impl Shared {
             }
         }
     }
+}
+
+/// The identity `stat` gives the socket file at `name` when it is the one
+/// `UNIX_DIAG_VFS` reported: an absolute path opened through no symlink
+/// (`openat2` with `RESOLVE_NO_SYMLINKS`, so no component swapped for one
+/// can lead elsewhere), a socket, with the same inode number. The device
+/// may differ: an overlayfs (a container's root, the VM tier's) shows its
+/// own where the kernel's socket names the upper layer's; and
+/// `udiag_vfs_ino` holds only the low 32 bits. A relative name (the
+/// binder's directory is not known here) is left to the kernel's identity.
+fn seen_at(name: &[u8], (_, ino): (u64, u64)) -> Option<(u64, u64)> {
+    use std::os::unix::fs::{FileTypeExt, MetadataExt};
+    let name = name.strip_suffix(&[0]).unwrap_or(name);
+    if name.first() != Some(&b'/') {
+        return None;
+    }
+    let path = std::ffi::CString::new(name).ok()?;
+    let fd = sys::open_path_without_symlinks(&path).ok()?;
+    let meta = std::fs::File::from(fd).metadata().ok()?;
+    (meta.file_type().is_socket() && meta.ino() & u64::from(u32::MAX) == ino)
+        .then(|| (meta.dev(), meta.ino()))
 }
 
 fn errno(e: &io::Error) -> i32 {

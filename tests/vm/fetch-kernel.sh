@@ -14,7 +14,8 @@
 # (and, from forky/sid on, of the linux-binary-* and linux-modules-* packages
 # it is split into), `dpkg-deb -x`, then only the kernel image and the module
 # directories the guest loads from (fs/9p, fs/netfs, fs/fscache, fs/overlayfs,
-# net/9p, drivers/virtio; decompressed, with a modules.dep made by depmod)
+# net/9p, net/unix for unix_diag, drivers/virtio; decompressed, with a
+# modules.dep made by depmod)
 # are kept, keyed by package and version. A later run with the
 # same newest version reuses them without unpacking again.
 #
@@ -108,7 +109,10 @@ while read -r dep _; do
   case $dep in linux-binary-[0-9]* | linux-modules-[0-9]*) packages+=("$dep") ;; esac
 done <<<"$depends"
 
-key=${package}_${package_version}
+# The suffix names the set of modules kept: a cache made before unix_diag
+# (which the connect supervisor asks what a command's own sockets bound)
+# was kept is made again.
+key=${package}_${package_version}_unix-diag
 dest=$kernels/$key
 if [ ! -f "$dest/complete" ]; then
   note "unpacking ${packages[*]} ($package_version) into $dest"
@@ -140,7 +144,7 @@ if [ ! -f "$dest/complete" ]; then
   for file in modules.builtin modules.builtin.modinfo modules.order; do
     [ -f "$moddir/$file" ] && cp "$moddir/$file" "$keep/"
   done
-  for sub in fs/9p fs/netfs fs/fscache fs/overlayfs net/9p drivers/virtio; do
+  for sub in fs/9p fs/netfs fs/fscache fs/overlayfs net/9p net/unix drivers/virtio; do
     if [ -d "$moddir/kernel/$sub" ]; then
       mkdir -p "$keep/kernel/$sub"
       cp -R "$moddir/kernel/$sub/." "$keep/kernel/$sub/"

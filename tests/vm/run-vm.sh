@@ -231,6 +231,10 @@ load() {
   order+=("$name")
 }
 for module in virtio_pci 9pnet_virtio 9p overlay; do load "$module"; done
+# unix_diag, where it is a module: the connect supervisor asks the kernel
+# through it what a confined command's own sockets bound (a real system
+# loads it on demand; this initramfs has no modprobe).
+if grep -qE '(^|/)unix_diag\.ko' "$moddir/modules.dep"; then load unix_diag; fi
 printf '%s\n' "${order[@]}" >"$tmp/initramfs/modules/order"
 
 mkdir -p "$tmp/initramfs/bin" "$tmp/initramfs/dev" "$tmp/initramfs/proc" "$tmp/initramfs/sys"
