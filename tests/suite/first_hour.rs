@@ -799,11 +799,18 @@ fn an_sccache_server_started_outside_runs_no_confined_compile() {
     assert_success(&user(&["--start-server"]));
     fs::write(h.project.join("x.c"), "int main(void) { return 0; }\n").expect("x.c");
     let bashrc = h.home.join(".bashrc");
-    let attack = confined(&format!("sccache cc -c x.c -o {}", bashrc.display()));
-    let own = confined("sccache cc -c x.c -o x.o && sccache --show-stats");
+    // Each run is a session of its own, with a server of its own: stopped
+    // in the same run, since no later run can reach it.
+    let stop = "status=$?; sccache --stop-server >/dev/null 2>&1; exit $status";
+    let attack = confined(&format!(
+        "sccache cc -c x.c -o {}; {stop}",
+        bashrc.display()
+    ));
+    let own = confined(&format!(
+        "sccache cc -c x.c -o x.o && sccache --show-stats; {stop}"
+    ));
     let user_stats = user(&["--show-stats"]);
     let next = user(&["cc", "-c", "x.c", "-o", "y.o"]);
-    let _ = confined("sccache --stop-server");
     let _ = user(&["--stop-server"]);
     assert!(!attack.status.success(), "{}", show(&attack));
     assert_success(&own);

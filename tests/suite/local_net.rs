@@ -495,11 +495,13 @@ fn an_sccache_server_the_user_started_compiles_nothing_for_a_confined_command() 
         &h.project,
         &[],
         &[
-            sccache.to_str().expect("UTF-8"),
-            "cc",
+            "sh",
             "-c",
-            "x.c",
-            "-o",
+            // A server of the session's own, if the client started one
+            // (SCCACHE_SERVER_UDS), is stopped in the same run: no later
+            // run can reach it.
+            "\"$0\" cc -c x.c -o \"$1\"; status=$?; \"$0\" --stop-server >/dev/null 2>&1; exit $status",
+            sccache.to_str().expect("UTF-8"),
             bashrc.to_str().expect("UTF-8"),
         ],
     );
