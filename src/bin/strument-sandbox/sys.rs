@@ -254,3 +254,21 @@ pub(crate) fn stop_self() -> io::Result<()> {
         Err(io::Error::last_os_error())
     }
 }
+
+/// A pipe, both ends close-on-exec: `(read, write)`. (`std::io::pipe` is
+/// newer than the crate's `rust-version`.)
+pub(crate) fn pipe() -> io::Result<(std::os::fd::OwnedFd, std::os::fd::OwnedFd)> {
+    use std::os::fd::FromRawFd;
+    let mut fds = [0 as libc::c_int; 2];
+    // SAFETY: `fds` has room for the two descriptors pipe2 writes.
+    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: both descriptors were just made by pipe2 and are owned by no one else.
+    Ok(unsafe {
+        (
+            std::os::fd::OwnedFd::from_raw_fd(fds[0]),
+            std::os::fd::OwnedFd::from_raw_fd(fds[1]),
+        )
+    })
+}

@@ -11,7 +11,7 @@
 
 use std::fs::File;
 use std::io::{self, IsTerminal, Read, Write};
-use std::os::fd::{AsFd, OwnedFd};
+use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 use std::os::unix::fs::MetadataExt;
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -19,8 +19,10 @@ use std::sync::{Arc, Condvar, Mutex};
 use std::time::Duration;
 
 use strument_sandbox::session::Waiter;
+use strument_sandbox::spawn::{Spawn, Spawned};
 
 use crate::forward::SignalForwarder;
+use crate::sys;
 
 /// How much of the end of the command's output is kept.
 const KEPT: usize = 64 * 1024;
@@ -35,21 +37,49 @@ pub(crate) fn wanted() -> bool {
 }
 
 /// The CLI's waiter with the command's standard error passed on through a
-/// pipe (when [`wanted`]) and its last part kept.
+/// pipe of our own and its last part kept. The command is started by
+/// [`Spawn`] (`clone(CLONE_VM | CLONE_VFORK)`) with the pipe's write end as
+/// its standard error (and output, when ours are one file); `run` reads the
+/// other end on a thread.
 pub(crate) struct Tailing<'a> {
     forwarder: &'a mut SignalForwarder,
-    pending: Option<Pending>,
+    /// The pipe until the command has started: `(read, write)`.
+    pending: Option<(OwnedFd, OwnedFd)>,
+    /// Whether standard output goes into the pipe too.
+    shared: bool,
     tail: Option<Tail>,
 }
 
 impl<'a> Tailing<'a> {
-    /// Waits with `forwarder`; with `cmd`, pipes its standard error first.
-    pub(crate) fn new(forwarder: &'a mut SignalForwarder, cmd: Option<&mut Command>) -> Self {
-        let pending = cmd.map(|cmd| pipe(cmd, forwarder));
+    /// Waits with `forwarder`, the command's output going through a pipe
+    /// when one can be made (else it is inherited, and nothing kept).
+    pub(crate) fn new(forwarder: &'a mut SignalForwarder) -> Self {
         Tailing {
             forwarder,
-            pending,
+            pending: sys::pipe().ok(),
+            shared: same_file(),
             tail: None,
+        }
+    }
+
+    /// `spawn` with its standard error (and output, when ours are one file,
+    /// so that their lines keep their order) into the pipe.
+    pub(crate) fn redirect(&self, spawn: Spawn) -> Spawn {
+        match &self.pending {
+            Some((_, write)) if self.shared => spawn
+                .stdout_to(write.as_raw_fd())
+                .stderr_to(write.as_raw_fd()),
+            Some((_, write)) => spawn.stderr_to(write.as_raw_fd()),
+            None => spawn,
+        }
+    }
+
+    /// Once the command runs: our write end closed (the command's copy
+    /// closes with it) and the reader started.
+    fn started(&mut self) {
+        if let Some((read, write)) = self.pending.take() {
+            drop(write);
+            self.tail = Some(Tail::start(read));
         }
     }
 
@@ -64,13 +94,16 @@ impl<'a> Tailing<'a> {
 
 impl Waiter for Tailing<'_> {
     fn spawn(&mut self, cmd: &mut Command) -> io::Result<Child> {
-        let mut child = self.forwarder.spawn(cmd)?;
-        if let Some(pending) = self.pending.take() {
-            // The command holds the shared pipe's write end, which must
-            // close with the child for the reader to see the end.
-            cmd.stdout(Stdio::inherit()).stderr(Stdio::inherit());
-            self.tail = Tail::start(pending, &mut child);
+        if let Some((_, write)) = &self.pending {
+            if self.shared {
+                cmd.stdout(Stdio::from(write.try_clone()?));
+            }
+            cmd.stderr(Stdio::from(write.try_clone()?));
         }
+        let child = self.forwarder.spawn(cmd)?;
+        // The command's copies of the write end must close with it.
+        cmd.stdout(Stdio::inherit()).stderr(Stdio::inherit());
+        self.started();
         Ok(child)
     }
 
@@ -81,40 +114,11 @@ impl Waiter for Tailing<'_> {
     fn try_wait(&mut self, child: &mut Child) -> io::Result<Option<ExitStatus>> {
         self.forwarder.try_wait(child)
     }
-}
 
-/// Where the command's output will come from, set up before it is spawned.
-enum Pending {
-    /// Its own standard error, piped: read from the child.
-    Stderr,
-    /// Standard output and error into one pipe, whose other end a `cat` of
-    /// our own relays to us (std makes a pipe only for a child): its read end.
-    Shared { from: OwnedFd, relay: Child },
-}
-
-/// Makes `cmd`'s standard error a pipe, shared with its standard output when
-/// ours are the same file.
-fn pipe(cmd: &mut Command, forwarder: &mut SignalForwarder) -> Pending {
-    if same_file() {
-        let mut relay = Command::new("cat");
-        relay.stdin(Stdio::piped()).stdout(Stdio::piped());
-        if let Ok(mut relay) = forwarder.spawn(&mut relay) {
-            if let (Some(to), Some(from)) = (relay.stdin.take(), relay.stdout.take()) {
-                let to = OwnedFd::from(to);
-                if let Ok(copy) = to.try_clone() {
-                    cmd.stdout(Stdio::from(copy)).stderr(Stdio::from(to));
-                    return Pending::Shared {
-                        from: OwnedFd::from(from),
-                        relay,
-                    };
-                }
-            }
-            let _ = relay.kill();
-            let _ = relay.wait();
-        }
+    fn wait_spawned(&mut self, child: &mut Spawned) -> io::Result<ExitStatus> {
+        self.started();
+        self.forwarder.wait_spawned(child)
     }
-    cmd.stderr(Stdio::piped());
-    Pending::Stderr
 }
 
 /// Whether our standard output and error are one file (or one pipe).
@@ -142,26 +146,17 @@ pub(crate) struct Tail {
     shared: Arc<Shared>,
     /// A second descriptor of the pipe, for `cat` to go on with.
     spare: Option<OwnedFd>,
-    relay: Option<Child>,
 }
 
 impl Tail {
-    /// Starts passing the command's piped output on to our standard error.
-    /// `cmd` must be dropped by now: it holds the pipe's write end.
-    fn start(pending: Pending, child: &mut Child) -> Option<Tail> {
-        let (fd, relay) = match pending {
-            Pending::Stderr => (OwnedFd::from(child.stderr.take()?), None),
-            Pending::Shared { from, relay } => (from, Some(relay)),
-        };
+    /// Starts passing the command's piped output, read from `fd`, on to
+    /// our standard error.
+    fn start(fd: OwnedFd) -> Tail {
         let spare = fd.try_clone().ok();
         let shared = Arc::new(Shared::default());
         let reader = Arc::clone(&shared);
         std::thread::spawn(move || pass_on(File::from(fd), &reader));
-        Some(Tail {
-            shared,
-            spare,
-            relay,
-        })
+        Tail { shared, spare }
     }
 
     /// After the command ended: what it wrote last. A pipe still open
@@ -181,18 +176,16 @@ impl Tail {
                     .unwrap_or(true)
             })
             .unwrap_or(true);
-        if ended {
-            if let Some(mut relay) = self.relay.take() {
-                let _ = relay.wait();
+        if !ended {
+            if let Some(spare) = self.spare.take() {
+                self.shared.stop.store(true, Ordering::SeqCst);
+                let mut cat = Command::new("cat");
+                cat.stdin(Stdio::from(spare));
+                if let Ok(err) = io::stderr().as_fd().try_clone_to_owned() {
+                    cat.stdout(Stdio::from(err));
+                }
+                let _ = forwarder.spawn(&mut cat);
             }
-        } else if let Some(spare) = self.spare.take() {
-            self.shared.stop.store(true, Ordering::SeqCst);
-            let mut cat = Command::new("cat");
-            cat.stdin(Stdio::from(spare));
-            if let Ok(err) = io::stderr().as_fd().try_clone_to_owned() {
-                cat.stdout(Stdio::from(err));
-            }
-            let _ = forwarder.spawn(&mut cat);
         }
         self.shared
             .kept
