@@ -67,10 +67,19 @@ impl Prepared {
         )
     }
 
-    /// The connect supervisor's end for one more child (starting its
-    /// thread at the first), for [`Spawn`](crate::spawn::Spawn).
-    pub(crate) fn connect_hook(&self) -> io::Result<crate::connect::ChildHook> {
-        self.connect.hook()
+    /// The supervisor's end for a child started by [`Spawn`](crate::spawn::Spawn),
+    /// whose listener [`Prepared::serve_sent`] takes once it has exec'd
+    /// (see `Supervisor::direct_hook`).
+    pub(crate) fn direct_connect_hook(
+        &self,
+    ) -> io::Result<(crate::connect::ChildHook, std::os::fd::OwnedFd)> {
+        self.connect.direct_hook()
+    }
+
+    /// Serves the listener a child started with
+    /// [`Prepared::direct_connect_hook`] sent on `ours`.
+    pub(crate) fn serve_sent(&self, ours: &std::os::fd::OwnedFd) -> io::Result<()> {
+        self.connect.serve_sent(ours)
     }
 
     /// The variables a command started by [`Spawn`](crate::spawn::Spawn)

@@ -208,9 +208,19 @@ impl Spawn {
         };
         let extra = prepared.environment_to_set(&chosen);
         // Without the supervisor nothing may run, as with `confine`.
-        let hook = prepared.connect_hook()?;
+        // Its listener is taken here, once the child has exec'd: no thread
+        // waits for it.
+        let (hook, ours) = prepared.direct_connect_hook()?;
         let connect = Some((hook.filter().instructions(), hook.sender()));
-        self.start(Some((ruleset, filter)), connect, Some(keep), &extra)
+        let started = self.start(Some((ruleset, filter)), connect, Some(keep), &extra);
+        drop(hook);
+        let spawned = started?;
+        if let Err(e) = prepared.serve_sent(&ours) {
+            // Unserved, its `connect`s would fail: the command does not run on.
+            sys::kill_and_reap(spawned.pid);
+            return Err(e);
+        }
+        Ok(spawned)
     }
 
     /// Starts the command unconfined, by the same path: what confining adds

@@ -391,6 +391,46 @@ impl Supervisor {
         }
     }
 
+    /// For a child whose start the caller sees end ([`Spawn`](crate::spawn::Spawn):
+    /// the child sends its listener before `exec`, and `clone(CLONE_VFORK)`
+    /// returns after it): a socket pair of its own, the listener taken by
+    /// [`Supervisor::serve_sent`] right after, and no thread that waits
+    /// for listeners.
+    ///
+    /// # Errors
+    ///
+    /// When the socket pair cannot be made.
+    pub(crate) fn direct_hook(&self) -> io::Result<(ChildHook, OwnedFd)> {
+        let (ours, theirs) = sys::seqpacket_pair()?;
+        Ok((
+            ChildHook {
+                filter: self.filter.clone(),
+                sender: Arc::new(theirs),
+            },
+            ours,
+        ))
+    }
+
+    /// Serves, on a thread of its own, the listener a child sent on
+    /// `ours` (from [`Supervisor::direct_hook`]) before it exec'd; the
+    /// hook's sending end must be closed by now, so a child that sent
+    /// nothing reads as the end, not a wait.
+    ///
+    /// # Errors
+    ///
+    /// When nothing was sent, or the thread cannot start (the listener is
+    /// then dropped: the command's notified calls fail with `ENOSYS`, never
+    /// pass unchecked).
+    pub(crate) fn serve_sent(&self, ours: &OwnedFd) -> io::Result<()> {
+        let (listener, command) = sys::recv_listener(ours)?
+            .ok_or_else(|| io::Error::other("the child sent no listener"))?;
+        let shared = Arc::clone(&self.shared);
+        std::thread::Builder::new()
+            .name(format!("strument-connect-{command}"))
+            .spawn(move || serve::serve(listener, command, shared))?;
+        Ok(())
+    }
+
     /// For `Policy::apply`: starts a helper process, unconfined because it
     /// is forked before the caller restricts itself, that serves the
     /// listener the caller is about to send, and ends when no process uses
