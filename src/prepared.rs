@@ -68,7 +68,7 @@ impl Prepared {
     }
 
     /// The supervisor's end for a child started by [`Spawn`](crate::spawn::Spawn),
-    /// whose listener [`Prepared::serve_sent`] takes once it has exec'd
+    /// whose listener [`Prepared::take_sent`] takes once it has exec'd
     /// (see `Supervisor::direct_hook`).
     pub(crate) fn direct_connect_hook(
         &self,
@@ -76,10 +76,13 @@ impl Prepared {
         self.connect.direct_hook()
     }
 
-    /// Serves the listener a child started with
+    /// Takes the listener a child started with
     /// [`Prepared::direct_connect_hook`] sent on `ours`.
-    pub(crate) fn serve_sent(&self, ours: &std::os::fd::OwnedFd) -> io::Result<()> {
-        self.connect.serve_sent(ours)
+    pub(crate) fn take_sent(
+        &self,
+        ours: &std::os::fd::OwnedFd,
+    ) -> io::Result<crate::connect::Sent> {
+        self.connect.take_sent(ours)
     }
 
     /// The variables a command started by [`Spawn`](crate::spawn::Spawn)

@@ -411,24 +411,22 @@ impl Supervisor {
         ))
     }
 
-    /// Serves, on a thread of its own, the listener a child sent on
-    /// `ours` (from [`Supervisor::direct_hook`]) before it exec'd; the
-    /// hook's sending end must be closed by now, so a child that sent
-    /// nothing reads as the end, not a wait.
+    /// Takes the listener a child sent on `ours` (from
+    /// [`Supervisor::direct_hook`]) before it exec'd; the hook's sending
+    /// end must be closed by now, so a child that sent nothing reads as the
+    /// end, not a wait. [`Sent::serve`] then serves it.
     ///
     /// # Errors
     ///
-    /// When nothing was sent, or the thread cannot start (the listener is
-    /// then dropped: the command's notified calls fail with `ENOSYS`, never
-    /// pass unchecked).
-    pub(crate) fn serve_sent(&self, ours: &OwnedFd) -> io::Result<()> {
+    /// When nothing was sent.
+    pub(crate) fn take_sent(&self, ours: &OwnedFd) -> io::Result<Sent> {
         let (listener, command) = sys::recv_listener(ours)?
             .ok_or_else(|| io::Error::other("the child sent no listener"))?;
-        let shared = Arc::clone(&self.shared);
-        std::thread::Builder::new()
-            .name(format!("strument-connect-{command}"))
-            .spawn(move || serve::serve(listener, command, shared))?;
-        Ok(())
+        Ok(Sent {
+            listener,
+            command,
+            shared: Arc::clone(&self.shared),
+        })
     }
 
     /// For `Policy::apply`: starts a helper process, unconfined because it
@@ -477,6 +475,48 @@ impl Supervisor {
             }
         }
         mine
+    }
+}
+
+/// A child's listener, taken but not served yet: until [`Sent::serve`],
+/// each `connect` or `bind` of the child waits; dropped unserved, they
+/// fail with `ENOSYS` (never pass unchecked).
+pub(crate) struct Sent {
+    listener: OwnedFd,
+    command: i32,
+    shared: Arc<Shared>,
+}
+
+impl fmt::Debug for Sent {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Sent")
+            .field("listener", &self.listener)
+            .field("command", &self.command)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Sent {
+    /// The listener, readable when the child waits on a call.
+    pub(crate) fn fd(&self) -> std::os::fd::BorrowedFd<'_> {
+        std::os::fd::AsFd::as_fd(&self.listener)
+    }
+
+    /// Serves the listener on a thread of its own until no process uses it.
+    ///
+    /// # Errors
+    ///
+    /// When the thread cannot start (the listener is then dropped).
+    pub(crate) fn serve(self) -> io::Result<()> {
+        let Sent {
+            listener,
+            command,
+            shared,
+        } = self;
+        std::thread::Builder::new()
+            .name(format!("strument-connect-{command}"))
+            .spawn(move || serve::serve(listener, command, shared))?;
+        Ok(())
     }
 }
 

@@ -14,9 +14,7 @@ use std::io::{self, IsTerminal, Read, Write};
 use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 use std::os::unix::fs::MetadataExt;
 use std::process::{Child, Command, ExitStatus, Stdio};
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Condvar, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use strument_sandbox::session::Waiter;
 use strument_sandbox::spawn::{Spawn, Spawned};
@@ -39,15 +37,22 @@ pub(crate) fn wanted() -> bool {
 /// The CLI's waiter with the command's standard error passed on through a
 /// pipe of our own and its last part kept. The command is started by
 /// [`Spawn`] (`clone(CLONE_VM | CLONE_VFORK)`) with the pipe's write end as
-/// its standard error (and output, when ours are one file); `run` reads the
-/// other end on a thread.
+/// its standard error (and output, when ours are one file), and with its
+/// connect supervisor served on demand: one `poll` on the pipe, a
+/// `signalfd` of the forwarded signals and the supervisor's listener waits
+/// for all three, so a command that makes no `connect` starts no thread
+/// here at all.
 pub(crate) struct Tailing<'a> {
     forwarder: &'a mut SignalForwarder,
     /// The pipe until the command has started: `(read, write)`.
     pending: Option<(OwnedFd, OwnedFd)>,
     /// Whether standard output goes into the pipe too.
     shared: bool,
-    tail: Option<Tail>,
+    /// The pipe's read end while the command (or what it left) holds the
+    /// other.
+    reading: Option<File>,
+    /// The last [`KEPT`] bytes read.
+    kept: Vec<u8>,
 }
 
 impl<'a> Tailing<'a> {
@@ -58,13 +63,16 @@ impl<'a> Tailing<'a> {
             forwarder,
             pending: sys::pipe().ok(),
             shared: same_file(),
-            tail: None,
+            reading: None,
+            kept: Vec::new(),
         }
     }
 
     /// `spawn` with its standard error (and output, when ours are one file,
-    /// so that their lines keep their order) into the pipe.
+    /// so that their lines keep their order) into the pipe, its connect
+    /// supervisor served from [`Waiter::wait_spawned`].
     pub(crate) fn redirect(&self, spawn: Spawn) -> Spawn {
+        let spawn = spawn.serve_connects_on_demand();
         match &self.pending {
             Some((_, write)) if self.shared => spawn
                 .stdout_to(write.as_raw_fd())
@@ -75,36 +83,119 @@ impl<'a> Tailing<'a> {
     }
 
     /// Once the command runs: our write end closed (the command's copy
-    /// closes with it) and the reader started.
+    /// closes with it), the read end kept for reading.
     fn started(&mut self) {
         if let Some((read, write)) = self.pending.take() {
             drop(write);
-            self.tail = Some(Tail::start(read));
+            self.reading = Some(File::from(read));
         }
     }
 
-    /// After the command ended: what it wrote last (see [`Tail::finish`]).
-    pub(crate) fn finish(self) -> Vec<u8> {
-        match self.tail {
-            Some(tail) => tail.finish(self.forwarder),
-            None => Vec::new(),
+    /// Passes on what the pipe holds now (one read); at its end, stops
+    /// reading it.
+    fn pass_on(&mut self) {
+        let Some(from) = &mut self.reading else {
+            return;
+        };
+        let mut buf = [0u8; 8192];
+        match from.read(&mut buf) {
+            Ok(0) => self.reading = None,
+            Ok(n) => {
+                let _ = io::stderr().write_all(&buf[..n]);
+                self.kept.extend_from_slice(&buf[..n]);
+                if self.kept.len() > KEPT {
+                    let cut = self.kept.len() - KEPT;
+                    self.kept.drain(..cut);
+                }
+            }
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(_) => self.reading = None,
         }
+    }
+
+    /// Waits until the command ends, passing its output on, forwarding
+    /// signals and starting its connect supervisor when it first waits on
+    /// one; without a `signalfd`, polls every 10 ms.
+    fn wait_polling(&mut self, child: &mut Spawned) -> io::Result<ExitStatus> {
+        let signals = sys::signalfd(self.forwarder.blocked()).ok();
+        let timeout = signals.is_none().then_some(Duration::from_millis(10));
+        let ready = libc::POLLIN | libc::POLLHUP | libc::POLLERR;
+        let mut signal_ready = signals.is_none();
+        // The listener hangs up once no process uses its filter: a
+        // command that never connected is done with it, unserved.
+        let mut listening = true;
+        loop {
+            // A signal is taken only once the signalfd says one is
+            // pending, so none is taken before the poll that waits for it.
+            let take = signal_ready.then_some(Some(Duration::ZERO));
+            if let Some(status) = self.forwarder.step(child.id(), take)? {
+                return Ok(status);
+            }
+            let mut fds = Vec::with_capacity(3);
+            if let Some(fd) = &signals {
+                fds.push((fd.as_fd(), libc::POLLIN));
+            }
+            if let Some(fd) = &self.reading {
+                fds.push((fd.as_fd(), libc::POLLIN));
+            }
+            let listener = child.connect_listener().filter(|_| listening);
+            let polls_listener = listener.is_some();
+            if let Some(fd) = listener {
+                fds.push((fd, libc::POLLIN));
+            }
+            let revents = sys::poll(&fds, timeout)?;
+            let mut at = revents.iter().map(|r| r & ready != 0);
+            signal_ready = signals.is_none() || at.next().unwrap_or(false);
+            if self.reading.is_some() && at.next().unwrap_or(false) {
+                self.pass_on();
+            }
+            if polls_listener {
+                let listener = revents.last().copied().unwrap_or(0);
+                if listener & libc::POLLIN != 0 {
+                    // A failure to start the thread is the command's: its
+                    // calls then fail with ENOSYS, never pass unchecked.
+                    let _ = child.serve_connects();
+                } else if listener & (libc::POLLHUP | libc::POLLERR) != 0 {
+                    listening = false;
+                }
+            }
+        }
+    }
+
+    /// After the command ended: what it wrote last. A pipe still open
+    /// after [`LINGER`] (a process the command started holds it) is handed
+    /// to `cat`, which passes the rest on for as long as that process
+    /// writes, after `run` has exited.
+    pub(crate) fn finish(mut self) -> Vec<u8> {
+        let deadline = Instant::now() + LINGER;
+        while let Some(from) = &self.reading {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                if let Ok(rest) = from.try_clone() {
+                    let mut cat = Command::new("cat");
+                    cat.stdin(Stdio::from(rest));
+                    if let Ok(err) = io::stderr().as_fd().try_clone_to_owned() {
+                        cat.stdout(Stdio::from(err));
+                    }
+                    let _ = self.forwarder.spawn(&mut cat);
+                }
+                break;
+            }
+            match sys::poll(&[(from.as_fd(), libc::POLLIN)], Some(left)) {
+                Ok(revents) if revents.first().is_some_and(|r| *r != 0) => self.pass_on(),
+                Ok(_) => {}
+                Err(_) => break,
+            }
+        }
+        std::mem::take(&mut self.kept)
     }
 }
 
 impl Waiter for Tailing<'_> {
     fn spawn(&mut self, cmd: &mut Command) -> io::Result<Child> {
-        if let Some((_, write)) = &self.pending {
-            if self.shared {
-                cmd.stdout(Stdio::from(write.try_clone()?));
-            }
-            cmd.stderr(Stdio::from(write.try_clone()?));
-        }
-        let child = self.forwarder.spawn(cmd)?;
-        // The command's copies of the write end must close with it.
-        cmd.stdout(Stdio::inherit()).stderr(Stdio::inherit());
-        self.started();
-        Ok(child)
+        // Not this waiter's path (see `redirect`): the command inherits.
+        self.pending = None;
+        self.forwarder.spawn(cmd)
     }
 
     fn wait(&mut self, child: &mut Child) -> io::Result<ExitStatus> {
@@ -117,7 +208,7 @@ impl Waiter for Tailing<'_> {
 
     fn wait_spawned(&mut self, child: &mut Spawned) -> io::Result<ExitStatus> {
         self.started();
-        self.forwarder.wait_spawned(child)
+        self.wait_polling(child)
     }
 }
 
@@ -131,93 +222,4 @@ fn same_file() -> bool {
     };
     let out = id(io::stdout().as_fd());
     out.is_some() && out == id(io::stderr().as_fd())
-}
-
-#[derive(Default)]
-struct Shared {
-    kept: Mutex<Vec<u8>>,
-    ended: Mutex<bool>,
-    ended_signal: Condvar,
-    stop: AtomicBool,
-}
-
-/// The reader of a command's output.
-pub(crate) struct Tail {
-    shared: Arc<Shared>,
-    /// A second descriptor of the pipe, for `cat` to go on with.
-    spare: Option<OwnedFd>,
-}
-
-impl Tail {
-    /// Starts passing the command's piped output, read from `fd`, on to
-    /// our standard error.
-    fn start(fd: OwnedFd) -> Tail {
-        let spare = fd.try_clone().ok();
-        let shared = Arc::new(Shared::default());
-        let reader = Arc::clone(&shared);
-        std::thread::spawn(move || pass_on(File::from(fd), &reader));
-        Tail { shared, spare }
-    }
-
-    /// After the command ended: what it wrote last. A pipe still open
-    /// after [`LINGER`] (a process the command started holds it) is handed
-    /// to `cat`, which passes the rest on for as long as that process
-    /// writes, after `run` has exited.
-    fn finish(mut self, forwarder: &mut SignalForwarder) -> Vec<u8> {
-        let ended = self
-            .shared
-            .ended
-            .lock()
-            .map(|guard| {
-                self.shared
-                    .ended_signal
-                    .wait_timeout_while(guard, LINGER, |ended| !*ended)
-                    .map(|(g, _)| *g)
-                    .unwrap_or(true)
-            })
-            .unwrap_or(true);
-        if !ended {
-            if let Some(spare) = self.spare.take() {
-                self.shared.stop.store(true, Ordering::SeqCst);
-                let mut cat = Command::new("cat");
-                cat.stdin(Stdio::from(spare));
-                if let Ok(err) = io::stderr().as_fd().try_clone_to_owned() {
-                    cat.stdout(Stdio::from(err));
-                }
-                let _ = forwarder.spawn(&mut cat);
-            }
-        }
-        self.shared
-            .kept
-            .lock()
-            .map(|kept| kept.clone())
-            .unwrap_or_default()
-    }
-}
-
-fn pass_on(mut from: File, shared: &Shared) {
-    let mut buf = [0u8; 8192];
-    loop {
-        let n = match from.read(&mut buf) {
-            Ok(0) => break,
-            Ok(n) => n,
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-            Err(_) => break,
-        };
-        let _ = io::stderr().write_all(&buf[..n]);
-        if let Ok(mut kept) = shared.kept.lock() {
-            kept.extend_from_slice(&buf[..n]);
-            if kept.len() > KEPT {
-                let cut = kept.len() - KEPT;
-                kept.drain(..cut);
-            }
-        }
-        if shared.stop.load(Ordering::SeqCst) {
-            return; // `cat` goes on
-        }
-    }
-    if let Ok(mut ended) = shared.ended.lock() {
-        *ended = true;
-        shared.ended_signal.notify_all();
-    }
 }
