@@ -240,7 +240,7 @@ impl Spawn {
         // Its listener is taken here, once the child has exec'd: no thread
         // waits for it.
         let (hook, ours) = prepared.direct_connect_hook()?;
-        let connect = Some((hook.filter().instructions(), hook.sender()));
+        let connect = Some((hook.program(), hook.sender()));
         let started = self.start(Some((ruleset, filter)), connect, Some(keep), &extra);
         drop(hook);
         let mut spawned = started?;

@@ -44,6 +44,7 @@ pub(crate) use rules::Rules;
 use crate::local_net::{self, Listener, Transport};
 use crate::services::ServiceKind;
 use crate::sys;
+use crate::terminal::{SockFilter, TerminalFilter};
 
 /// Where a refused connection was going.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -305,14 +306,15 @@ fn errno(e: &io::Error) -> i32 {
 /// sending end of the supervisor's socket.
 #[derive(Debug, Clone)]
 pub(crate) struct ChildHook {
-    filter: NotifyFilter,
+    program: Arc<[SockFilter]>,
     sender: Arc<OwnedFd>,
 }
 
 impl ChildHook {
-    /// The seccomp program.
-    pub(crate) fn filter(&self) -> &NotifyFilter {
-        &self.filter
+    /// The seccomp program: the terminal filter followed by the
+    /// supervisor's (see `TerminalFilter::followed_by`), installed as one.
+    pub(crate) fn program(&self) -> &[SockFilter] {
+        &self.program
     }
 
     /// The socket to send the listener over.
@@ -326,7 +328,8 @@ impl ChildHook {
 /// process starts no thread, and a thread serving each listener until no
 /// process uses it.
 pub(crate) struct Supervisor {
-    filter: NotifyFilter,
+    /// The terminal filter and the supervisor's, as one program.
+    program: Arc<[SockFilter]>,
     shared: Arc<Shared>,
     /// The sending end of the listeners' socket once the thread runs, or
     /// the errno that stopped it.
@@ -340,12 +343,13 @@ impl fmt::Debug for Supervisor {
 }
 
 impl Supervisor {
-    /// A supervisor deciding by `rules`; no thread runs yet.
+    /// A supervisor deciding by `rules`, whose children install `terminal`
+    /// and its filter as one program; no thread runs yet.
     ///
     /// # Errors
     ///
     /// When the architecture has no filter.
-    pub(crate) fn new(rules: Rules) -> io::Result<Supervisor> {
+    pub(crate) fn new(rules: Rules, terminal: &TerminalFilter) -> io::Result<Supervisor> {
         let filter = NotifyFilter::new().ok_or_else(|| {
             io::Error::new(
                 io::ErrorKind::Unsupported,
@@ -356,7 +360,7 @@ impl Supervisor {
             )
         })?;
         Ok(Supervisor {
-            filter,
+            program: terminal.followed_by(filter.instructions()).into(),
             shared: Arc::new(Shared {
                 rules,
                 bound: Mutex::new(Bound::default()),
@@ -384,7 +388,7 @@ impl Supervisor {
         });
         match started {
             Ok(sender) => Ok(ChildHook {
-                filter: self.filter.clone(),
+                program: Arc::clone(&self.program),
                 sender: Arc::clone(sender),
             }),
             Err(e) => Err(io::Error::from_raw_os_error(*e)),
@@ -404,7 +408,7 @@ impl Supervisor {
         let (ours, theirs) = sys::seqpacket_pair()?;
         Ok((
             ChildHook {
-                filter: self.filter.clone(),
+                program: Arc::clone(&self.program),
                 sender: Arc::new(theirs),
             },
             ours,
@@ -454,7 +458,7 @@ impl Supervisor {
         let helper = sys::recv_pid(&ours)?;
         sys::allow_ptracer(helper)?;
         Ok(ChildHook {
-            filter: self.filter.clone(),
+            program: Arc::clone(&self.program),
             sender: Arc::new(ours),
         })
     }
