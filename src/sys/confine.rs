@@ -141,7 +141,7 @@ pub(crate) fn confine_before_exec(
 ) {
     let hook = move || restrict_self(&fd, 0, &filter, Some(&connect)).map_err(io::Error::from);
     // SAFETY: the hook runs in the forked child and only performs
-    // async-signal-safe syscalls (prctl, seccomp twice, getpid, sendmsg,
+    // async-signal-safe syscalls (prctl, seccomp, getpid, sendmsg,
     // close, landlock_restrict_self) on descriptors and programs built by
     // the parent; building an io::Error from a raw errno does not
     // allocate. Nothing else from the parent's state is touched.
