@@ -446,10 +446,9 @@ impl Supervisor {
     pub(crate) fn start_helper(&self) -> io::Result<ChildHook> {
         let (ours, theirs) = sys::seqpacket_pair()?;
         let shared = Arc::clone(&self.shared);
+        // The intermediate process sends the helper's pid: no wait here
+        // for the helper to be scheduled.
         sys::fork_helper(&theirs, move |socket| {
-            if sys::send_pid(&socket, sys::pid()).is_err() {
-                return;
-            }
             if let Ok(Some((listener, command))) = sys::recv_listener(&socket) {
                 serve::serve(listener, command, shared);
             }
