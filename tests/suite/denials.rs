@@ -13,7 +13,7 @@ use std::process::{Command, Output};
 use serde_json::Value;
 use strument_sandbox::probe;
 
-use super::kernel::copy_fixture;
+use super::confine::copy_fixture;
 use super::support::{
     BIN, FakeHome, assert_exit, assert_success, output, require_tool, scratch_base, show,
 };

@@ -12,21 +12,22 @@
 //! shared shell scripts) run anywhere. `first_hour` needs Landlock and npm's
 //! and PyPI's registries.
 
-mod capped;
 mod cli;
+mod confine;
 mod container;
 mod denials;
 mod deputies;
 mod first_hour;
-mod kernel;
 mod local_net;
 mod network;
+mod older_abis;
 mod props;
 mod readline;
 mod roles;
 mod routes;
 mod scenarios;
 mod simulated;
+mod spawn;
 mod supervisor;
 mod support;
 mod through;

@@ -10,7 +10,7 @@ use std::os::unix::process::ExitStatusExt;
 use strument_sandbox::Policy;
 use strument_sandbox::spawn::Spawn;
 
-use super::super::support::FakeHome;
+use super::support::FakeHome;
 
 fn project_only(h: &FakeHome) -> Policy {
     Policy {
@@ -212,7 +212,7 @@ fn sockets_py() -> std::path::PathBuf {
 #[test]
 fn a_spawned_child_goes_through_the_connect_supervisor() {
     use std::io::{BufRead, BufReader};
-    let python = super::super::support::require_tool("python3", "python3");
+    let python = super::support::require_tool("python3", "python3");
     let h = FakeHome::new();
     let prepared = project_only(&h).prepare().expect("prepare");
     let addr = h.home.join("service.sock");

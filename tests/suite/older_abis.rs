@@ -11,7 +11,7 @@ use std::ffi::OsStr;
 use std::fs;
 use std::process::{Command, Output};
 
-use super::kernel::copy_fixture;
+use super::confine::copy_fixture;
 use super::support::{BIN, FakeHome, assert_exit, assert_success, output, require_tool, show};
 
 const CAP: &str = "STRUMENT_SANDBOX_TEST_ABI_CAP";

@@ -234,7 +234,7 @@ fn assert_refused_and_every_thread_free() {
 #[test]
 fn apply_in_a_multithreaded_process_confines_every_thread_or_is_refused() {
     in_child(
-        "suite::kernel::apply_in_a_multithreaded_process_confines_every_thread_or_is_refused",
+        "suite::confine::apply_in_a_multithreaded_process_confines_every_thread_or_is_refused",
         || {
             let a = probe();
             assert!(
@@ -273,7 +273,7 @@ fn apply_in_a_multithreaded_process_confines_every_thread_or_is_refused() {
 #[test]
 fn apply_in_a_multithreaded_process_without_tsync_is_refused() {
     super::roles::body_in_child(
-        "suite::kernel::apply_in_a_multithreaded_process_without_tsync_is_refused",
+        "suite::confine::apply_in_a_multithreaded_process_without_tsync_is_refused",
         |cmd| {
             cmd.env("STRUMENT_SANDBOX_TEST_ABI_CAP", "7");
         },
@@ -336,11 +336,6 @@ fn the_command_refused_without_landlock_runs_with_it() {
     let out = h.run(&[], &["touch", marker.to_str().expect("utf-8")]);
     assert!(out.status.success() && marker.exists(), "{}", show(&out));
 }
-
-/// Widening the next sandbox, from inside this one or from the environment.
-/// Children started by `Spawn` (`clone(CLONE_VM | CLONE_VFORK)`) rather than `Command`.
-mod spawn;
-mod widening;
 
 /// examples/tokio_agent.rs: an agent on tokio opens one `Session` and
 /// confines 32 commands it runs at once through it. Each child's write in
