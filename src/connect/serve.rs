@@ -300,14 +300,10 @@ impl Work {
         }
         let outcome = self.perform(true);
         if outcome.is_ok() && self.udp_local {
-            if let Ok(local) = sys::local_address(self.socket.as_fd()) {
-                shared.learn_address(&local, Transport::Udp);
-            }
+            shared.learn_address(self.socket.as_fd(), Transport::Udp);
         }
         if outcome.is_ok() && self.call == Call::Bind {
-            if let Ok(local) = sys::local_address(self.socket.as_fd()) {
-                shared.learn_address(&local, transport_of(&self.socket));
-            }
+            shared.learn_address(self.socket.as_fd(), transport_of(&self.socket));
         }
         respond(listener, id, outcome);
     }
