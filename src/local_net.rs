@@ -550,6 +550,9 @@ pub(crate) struct LocalNet {
     addresses: Mutex<LocalAddresses>,
     named: Vec<LocalPort>,
     bound: Mutex<Vec<BoundPort>>,
+    /// The `inet_diag` socket [`LocalNet::still_held`] asks on, opened at
+    /// the first question.
+    diag: Mutex<Option<OwnedFd>>,
 }
 
 /// A port a process of the sandbox bound: the address `getsockname` gave
@@ -573,6 +576,7 @@ impl Default for LocalNet {
             }),
             named: Vec::new(),
             bound: Mutex::new(Vec::new()),
+            diag: Mutex::new(None),
         }
     }
 }
@@ -584,6 +588,7 @@ impl LocalNet {
             addresses: Mutex::new(LocalAddresses::read()),
             named,
             bound: Mutex::new(Vec::new()),
+            diag: Mutex::new(None),
         }
     }
 
@@ -626,7 +631,7 @@ impl LocalNet {
                     .collect()
             },
         );
-        if !cookies.is_empty() && still_held(to, transport, &cookies) {
+        if !cookies.is_empty() && self.still_held(to, transport, &cookies) {
             return Reach::BoundInside;
         }
         match self.named.iter().find(|p| takes(p.address, to)) {
@@ -634,28 +639,41 @@ impl LocalNet {
             None => Reach::Refused,
         }
     }
-}
 
-/// Whether the socket a connection or datagram to `to` would reach is one
-/// a process of the sandbox bound (its cookie among `cookies`), asked of
-/// the kernel's own lookup (`inet_diag`): a port the sandbox bound and
-/// closed, then taken by a server outside it (the user's notebook on the
-/// port a test server used), is the outside server's. Nobody there: the
-/// kernel refuses the connection itself. Without `inet_diag` in the
-/// kernel (no `tcp_diag`/`udp_diag`), or a cookie unknown, the port counts
-/// as held, as it did before cookies were kept (doc/security.md).
-fn still_held(to: SocketAddr, transport: Transport, cookies: &[Option<u64>]) -> bool {
-    let tcp = match transport {
-        Transport::Tcp => true,
-        Transport::Udp => false,
-        Transport::Ping | Transport::Other(_) => return true,
-    };
-    if cookies.iter().any(Option::is_none) {
-        return true;
-    }
-    match sys::socket_at(to, tcp) {
-        Ok(Some(cookie)) => cookies.contains(&Some(cookie)),
-        Ok(None) | Err(_) => true,
+    /// Whether the socket a connection or datagram to `to` would reach is one
+    /// a process of the sandbox bound (its cookie among `cookies`), asked of
+    /// the kernel's own lookup (`inet_diag`): a port the sandbox bound and
+    /// closed, then taken by a server outside it (the user's notebook on the
+    /// port a test server used), is the outside server's. Nobody there: the
+    /// kernel refuses the connection itself. Without `inet_diag` in the
+    /// kernel (no `tcp_diag`/`udp_diag`), or a cookie unknown, the port counts
+    /// as held, as it did before cookies were kept (doc/security.md).
+    fn still_held(&self, to: SocketAddr, transport: Transport, cookies: &[Option<u64>]) -> bool {
+        let tcp = match transport {
+            Transport::Tcp => true,
+            Transport::Udp => false,
+            Transport::Ping | Transport::Other(_) => return true,
+        };
+        if cookies.iter().any(Option::is_none) {
+            return true;
+        }
+        let Ok(mut diag) = self.diag.lock() else {
+            return true;
+        };
+        if diag.is_none() {
+            *diag = sys::diag_socket().ok();
+        }
+        let Some(socket) = diag.as_ref() else {
+            return true;
+        };
+        match sys::socket_at(socket, to, tcp) {
+            Ok(Some(cookie)) => cookies.contains(&Some(cookie)),
+            Ok(None) => true,
+            Err(_) => {
+                *diag = None;
+                true
+            }
+        }
     }
 }
 

@@ -27,12 +27,32 @@ pub(crate) fn socket_cookie(fd: BorrowedFd<'_>) -> io::Result<u64> {
     Ok(value)
 }
 
+/// A `NETLINK_SOCK_DIAG` socket to ask [`socket_at`] with: kept by the
+/// caller, since opening and closing one costs as much as the question.
+pub(crate) fn diag_socket() -> io::Result<OwnedFd> {
+    // SAFETY: integers only.
+    let fd = unsafe {
+        libc::socket(
+            libc::AF_NETLINK,
+            libc::SOCK_DGRAM | libc::SOCK_CLOEXEC,
+            libc::NETLINK_SOCK_DIAG,
+        )
+    };
+    if fd < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: a new descriptor owned by nobody else.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
 /// The cookie of the socket a TCP connect (`tcp`) or a UDP datagram to
 /// `to` would reach on this machine: the listener, or the bound UDP
-/// socket, as the kernel's own lookup finds it (a wildcard bind included).
-/// `Ok(None)`: no socket there. An error: no `inet_diag` in this kernel
-/// (`tcp_diag`, `udp_diag`), or the question could not be asked.
-pub(crate) fn socket_at(to: SocketAddr, tcp: bool) -> io::Result<Option<u64>> {
+/// socket, as the kernel's own lookup finds it (a wildcard bind included),
+/// asked over `diag` (one question at a time). `Ok(None)`: no socket
+/// there. An error: no `inet_diag` in this kernel (`tcp_diag`,
+/// `udp_diag`), or the question could not be asked; the caller then opens
+/// another `diag` for the next one.
+pub(crate) fn socket_at(diag: &OwnedFd, to: SocketAddr, tcp: bool) -> io::Result<Option<u64>> {
     const SOCK_DIAG_BY_FAMILY: u16 = 20;
     const NLMSG_ERROR: u16 = 2;
     // An IPv4-mapped address is an IPv4 one to the kernel's lookup, which
@@ -83,19 +103,7 @@ pub(crate) fn socket_at(to: SocketAddr, tcp: bool) -> io::Result<Option<u64>> {
     req.extend_from_slice(&[family, protocol, 0, 0]);
     req.extend_from_slice(&u32::MAX.to_ne_bytes()); // every state
     req.extend_from_slice(&id);
-    // SAFETY: integers only.
-    let fd = unsafe {
-        libc::socket(
-            libc::AF_NETLINK,
-            libc::SOCK_DGRAM | libc::SOCK_CLOEXEC,
-            libc::NETLINK_SOCK_DIAG,
-        )
-    };
-    if fd < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    // SAFETY: a new descriptor owned by nobody else.
-    let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+    let fd = diag;
     // SAFETY: `req` is readable for its length.
     if unsafe { libc::send(fd.as_raw_fd(), req.as_ptr().cast(), req.len(), 0) } < 0 {
         return Err(io::Error::last_os_error());
@@ -138,6 +146,8 @@ mod tests {
 
     #[test]
     fn the_socket_at_a_port_is_named_by_its_cookie() {
+        let diag = diag_socket().expect("NETLINK_SOCK_DIAG");
+        let socket_at = |to, tcp| super::socket_at(&diag, to, tcp);
         let listener = TcpListener::bind("127.0.0.1:0").expect("listen");
         let at = listener.local_addr().expect("address");
         let cookie = socket_cookie(listener.as_fd()).expect("cookie");
