@@ -640,6 +640,51 @@ impl LocalNet {
         }
     }
 
+    /// Whether binding `socket` to `at` would join a `SO_REUSEPORT` group
+    /// a socket outside the sandbox holds (same user, the option set on
+    /// both): the kernel would then spread the user's own later
+    /// connections over the command's server, and the command's over the
+    /// user's. Such a bind fails with `EADDRINUSE`, what the kernel
+    /// answers where the group is not shared. A socket without the option,
+    /// or port 0, joins nothing.
+    pub(crate) fn joins_group_outside(
+        &self,
+        socket: std::os::fd::BorrowedFd<'_>,
+        at: SocketAddr,
+        transport: Transport,
+    ) -> bool {
+        let tcp = match transport {
+            Transport::Tcp => true,
+            Transport::Udp => false,
+            Transport::Ping | Transport::Other(_) => return false,
+        };
+        if at.port() == 0 || !sys::reuses_port(socket).unwrap_or(false) {
+            return false;
+        }
+        let Ok(mut diag) = self.diag.lock() else {
+            return false;
+        };
+        if diag.is_none() {
+            *diag = sys::diag_socket().ok();
+        }
+        let Some(diag_socket) = diag.as_ref() else {
+            return false;
+        };
+        let found = sys::socket_at(diag_socket, at, tcp);
+        if found.is_err() {
+            *diag = None;
+        }
+        drop(diag);
+        let Ok(Some(cookie)) = found else {
+            return false;
+        };
+        !self.bound.lock().is_ok_and(|bound| {
+            bound
+                .iter()
+                .any(|p| p.transport == transport && p.cookie == Some(cookie))
+        })
+    }
+
     /// Whether the socket a connection or datagram to `to` would reach is one
     /// a process of the sandbox bound (its cookie among `cookies`), asked of
     /// the kernel's own lookup (`inet_diag`): a port the sandbox bound and

@@ -145,6 +145,16 @@ fn prepare(
         udp_local: false,
     };
     if call == Call::Bind {
+        if let Some(at) = parse_inet(&work.address) {
+            let transport = transport_of(&work.socket);
+            if shared
+                .rules
+                .net
+                .joins_group_outside(work.socket.as_fd(), at, transport)
+            {
+                return Err(libc::EADDRINUSE);
+            }
+        }
         if !sys::still_waiting(listener, notif.id) {
             return Ok(None);
         }

@@ -45,6 +45,26 @@ pub(crate) fn diag_socket() -> io::Result<OwnedFd> {
     Ok(unsafe { OwnedFd::from_raw_fd(fd) })
 }
 
+/// Whether `SO_REUSEPORT` is set on a socket.
+pub(crate) fn reuses_port(fd: BorrowedFd<'_>) -> io::Result<bool> {
+    let mut value: libc::c_int = 0;
+    let mut len = size_of::<libc::c_int>() as libc::socklen_t;
+    // SAFETY: `value` has room for an int; the kernel updates `len`.
+    let ret = unsafe {
+        libc::getsockopt(
+            fd.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_REUSEPORT,
+            (&raw mut value).cast(),
+            &raw mut len,
+        )
+    };
+    if ret < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(value != 0)
+}
+
 /// The cookie of the socket a TCP connect (`tcp`) or a UDP datagram to
 /// `to` would reach on this machine: the listener, or the bound UDP
 /// socket, as the kernel's own lookup finds it (a wildcard bind included),

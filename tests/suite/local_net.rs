@@ -39,7 +39,16 @@ struct Daemon {
 
 impl Daemon {
     fn start(host: &str, udp: bool, log: &Path) -> Daemon {
+        Daemon::start_with(host, udp, log, false)
+    }
+
+    /// `reuse_port`: with `SO_REUSEPORT`, so another socket of this user
+    /// that sets it too may join its port.
+    fn start_with(host: &str, udp: bool, log: &Path, reuse_port: bool) -> Daemon {
         let mut cmd = Command::new(py());
+        if reuse_port {
+            cmd.env("REUSEPORT", "1");
+        }
         cmd.args([fixture().as_str(), "serve", host, "0"]).arg(log);
         if udp {
             cmd.arg("udp");
@@ -791,4 +800,38 @@ fn a_port_the_command_closed_and_a_server_outside_took_is_refused() {
             "the server outside heard from inside (udp={udp})"
         );
     }
+}
+
+/// A command cannot join the `SO_REUSEPORT` group of a server outside (the
+/// kernel would hand it the user's own connections to that server, and the
+/// command's to the user's); its own group of two servers forms.
+#[test]
+fn a_command_cannot_join_an_outside_servers_reuseport_group() {
+    let h = FakeHome::new();
+    let log = h.home.join("grouped.log");
+    let outside = Daemon::start_with("127.0.0.1", false, &log, true);
+    let port = outside.port.to_string();
+    // Unconfined, the same join succeeds: the refusal is the sandbox's.
+    let bare = output(Command::new(py()).args([fixture().as_str(), "join", "127.0.0.1", &port]));
+    assert_eq!(stdout(&bare), "joined", "{}", show(&bare));
+    let argv = [
+        py(),
+        fixture(),
+        "join".into(),
+        "127.0.0.1".into(),
+        port.clone(),
+    ];
+    let out = h.run(&[], &refs(&argv));
+    assert_success(&out);
+    assert_eq!(
+        stdout(&out),
+        format!("bind: errno {}", libc::EADDRINUSE),
+        "{}",
+        show(&out)
+    );
+    let own = [py(), fixture(), "own-group".into(), "127.0.0.1".into()];
+    let out = h.run(&[], &refs(&own));
+    assert_success(&out);
+    assert_eq!(stdout(&out), "group ok", "{}", show(&out));
+    drop(outside);
 }
