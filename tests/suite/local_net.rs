@@ -236,6 +236,132 @@ fn agent_with(dir: &Path, key: &Path) -> (Stopped, PathBuf) {
 mod needs_landlock {
     use super::*;
 
+    /// A port the command's own server used and closed, then taken by a server
+    /// outside the sandbox (the user's notebook on the port a test server had),
+    /// is the outside server's: refused. The granted half is in the same run:
+    /// the command's own server on that port answered it a moment before
+    /// (`own-then` exits non-zero otherwise, and the run must succeed).
+    #[test]
+    fn a_port_the_command_closed_and_a_server_outside_took_is_refused() {
+        let h = FakeHome::new();
+        for udp in [false, true] {
+            let handshake = tempfile::Builder::new()
+                .prefix("strument-reused-port")
+                .tempdir_in("/tmp")
+                .expect("a handshake directory in /tmp, granted to the command");
+            let wanted = h.home.join(format!("written-by-the-taker-udp-{udp}"));
+            let mut argv = vec![
+                py(),
+                fixture(),
+                "own-then".into(),
+                "127.0.0.1".into(),
+                handshake.path().to_str().expect("UTF-8").into(),
+                wanted.to_str().expect("UTF-8").into(),
+            ];
+            if udp {
+                argv.push("udp".into());
+            }
+            let mut cmd = h.run_command(&h.project, &[], &refs(&argv));
+            let confined = cmd
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .expect("start run");
+            let port_file = handshake.path().join("port");
+            let deadline = Instant::now() + Duration::from_secs(30);
+            let port: u16 = loop {
+                if let Some(port) = fs::read_to_string(&port_file)
+                    .ok()
+                    .and_then(|p| p.trim().parse().ok())
+                {
+                    break port;
+                }
+                assert!(
+                    Instant::now() < deadline,
+                    "the command never wrote its closed port (udp={udp})"
+                );
+                std::thread::sleep(Duration::from_millis(20));
+            };
+            let log = h.home.join(format!("taker-udp-{udp}.log"));
+            let mut serve = Command::new(py());
+            serve
+                .args([fixture().as_str(), "serve", "127.0.0.1", &port.to_string()])
+                .arg(&log);
+            if udp {
+                serve.arg("udp");
+            }
+            let mut taker = Daemon {
+                child: serve
+                    .stdout(Stdio::piped())
+                    .spawn()
+                    .expect("start the server outside"),
+                port,
+            };
+            let mut line = String::new();
+            BufReader::new(taker.child.stdout.take().expect("piped stdout"))
+                .read_line(&mut line)
+                .expect("the outside server's port");
+            assert_eq!(
+                line.trim(),
+                port.to_string(),
+                "the outside server took another port"
+            );
+            fs::write(handshake.path().join("taken"), "").expect("tell the command");
+            let out = confined.wait_with_output().expect("run");
+            drop(taker);
+            assert_success(&out);
+            assert_eq!(
+                stdout(&out),
+                format!("refused: errno {}", libc::EACCES),
+                "udp={udp}: {}",
+                show(&out)
+            );
+            assert!(
+                !wanted.exists(),
+                "the server outside wrote for the command (udp={udp})"
+            );
+            assert!(
+                !log.exists(),
+                "the server outside heard from inside (udp={udp})"
+            );
+        }
+    }
+
+    /// A command cannot join the `SO_REUSEPORT` group of a server outside (the
+    /// kernel would hand it the user's own connections to that server, and the
+    /// command's to the user's); its own group of two servers forms.
+    #[test]
+    fn a_command_cannot_join_an_outside_servers_reuseport_group() {
+        let h = FakeHome::new();
+        let log = h.home.join("grouped.log");
+        let outside = Daemon::start_with("127.0.0.1", false, &log, true);
+        let port = outside.port.to_string();
+        // Unconfined, the same join succeeds: the refusal is the sandbox's.
+        let bare =
+            output(Command::new(py()).args([fixture().as_str(), "join", "127.0.0.1", &port]));
+        assert_eq!(stdout(&bare), "joined", "{}", show(&bare));
+        let argv = [
+            py(),
+            fixture(),
+            "join".into(),
+            "127.0.0.1".into(),
+            port.clone(),
+        ];
+        let out = h.run(&[], &refs(&argv));
+        assert_success(&out);
+        assert_eq!(
+            stdout(&out),
+            format!("bind: errno {}", libc::EADDRINUSE),
+            "{}",
+            show(&out)
+        );
+        let own = [py(), fixture(), "own-group".into(), "127.0.0.1".into()];
+        let out = h.run(&[], &refs(&own));
+        assert_success(&out);
+        assert_eq!(stdout(&out), "group ok", "{}", show(&out));
+        drop(outside);
+    }
+
     #[test]
     fn build_daemons_on_this_machines_addresses_write_nothing_for_a_confined_command() {
         let h = FakeHome::new();
@@ -721,129 +847,4 @@ mod needs_landlock {
             );
         }
     }
-}
-
-/// A port the command's own server used and closed, then taken by a server
-/// outside the sandbox (the user's notebook on the port a test server had),
-/// is the outside server's: refused. The granted half is in the same run:
-/// the command's own server on that port answered it a moment before
-/// (`own-then` exits non-zero otherwise, and the run must succeed).
-#[test]
-fn a_port_the_command_closed_and_a_server_outside_took_is_refused() {
-    let h = FakeHome::new();
-    for udp in [false, true] {
-        let handshake = tempfile::Builder::new()
-            .prefix("strument-reused-port")
-            .tempdir_in("/tmp")
-            .expect("a handshake directory in /tmp, granted to the command");
-        let wanted = h.home.join(format!("written-by-the-taker-udp-{udp}"));
-        let mut argv = vec![
-            py(),
-            fixture(),
-            "own-then".into(),
-            "127.0.0.1".into(),
-            handshake.path().to_str().expect("UTF-8").into(),
-            wanted.to_str().expect("UTF-8").into(),
-        ];
-        if udp {
-            argv.push("udp".into());
-        }
-        let mut cmd = h.run_command(&h.project, &[], &refs(&argv));
-        let confined = cmd
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("start run");
-        let port_file = handshake.path().join("port");
-        let deadline = Instant::now() + Duration::from_secs(30);
-        let port: u16 = loop {
-            if let Some(port) = fs::read_to_string(&port_file)
-                .ok()
-                .and_then(|p| p.trim().parse().ok())
-            {
-                break port;
-            }
-            assert!(
-                Instant::now() < deadline,
-                "the command never wrote its closed port (udp={udp})"
-            );
-            std::thread::sleep(Duration::from_millis(20));
-        };
-        let log = h.home.join(format!("taker-udp-{udp}.log"));
-        let mut serve = Command::new(py());
-        serve
-            .args([fixture().as_str(), "serve", "127.0.0.1", &port.to_string()])
-            .arg(&log);
-        if udp {
-            serve.arg("udp");
-        }
-        let mut taker = Daemon {
-            child: serve
-                .stdout(Stdio::piped())
-                .spawn()
-                .expect("start the server outside"),
-            port,
-        };
-        let mut line = String::new();
-        BufReader::new(taker.child.stdout.take().expect("piped stdout"))
-            .read_line(&mut line)
-            .expect("the outside server's port");
-        assert_eq!(
-            line.trim(),
-            port.to_string(),
-            "the outside server took another port"
-        );
-        fs::write(handshake.path().join("taken"), "").expect("tell the command");
-        let out = confined.wait_with_output().expect("run");
-        drop(taker);
-        assert_success(&out);
-        assert_eq!(
-            stdout(&out),
-            format!("refused: errno {}", libc::EACCES),
-            "udp={udp}: {}",
-            show(&out)
-        );
-        assert!(
-            !wanted.exists(),
-            "the server outside wrote for the command (udp={udp})"
-        );
-        assert!(
-            !log.exists(),
-            "the server outside heard from inside (udp={udp})"
-        );
-    }
-}
-
-/// A command cannot join the `SO_REUSEPORT` group of a server outside (the
-/// kernel would hand it the user's own connections to that server, and the
-/// command's to the user's); its own group of two servers forms.
-#[test]
-fn a_command_cannot_join_an_outside_servers_reuseport_group() {
-    let h = FakeHome::new();
-    let log = h.home.join("grouped.log");
-    let outside = Daemon::start_with("127.0.0.1", false, &log, true);
-    let port = outside.port.to_string();
-    // Unconfined, the same join succeeds: the refusal is the sandbox's.
-    let bare = output(Command::new(py()).args([fixture().as_str(), "join", "127.0.0.1", &port]));
-    assert_eq!(stdout(&bare), "joined", "{}", show(&bare));
-    let argv = [
-        py(),
-        fixture(),
-        "join".into(),
-        "127.0.0.1".into(),
-        port.clone(),
-    ];
-    let out = h.run(&[], &refs(&argv));
-    assert_success(&out);
-    assert_eq!(
-        stdout(&out),
-        format!("bind: errno {}", libc::EADDRINUSE),
-        "{}",
-        show(&out)
-    );
-    let own = [py(), fixture(), "own-group".into(), "127.0.0.1".into()];
-    let out = h.run(&[], &refs(&own));
-    assert_success(&out);
-    assert_eq!(stdout(&out), "group ok", "{}", show(&out));
-    drop(outside);
 }
