@@ -4,6 +4,8 @@
 //! all the same. Needs root, podman and runc (and go, cargo and crates.io
 //! once, for the cargo scenario's seed); a missing one fails the test by
 //! name. The container shares this kernel: the enabled cases need Landlock.
+//! So every test sits in `needs_landlock::needs_podman`, but the one that
+//! shows the tier failing without podman.
 
 use std::path::Path;
 use std::process::{Command, Output};
@@ -143,9 +145,11 @@ fn assert_enabled(case: &Case) {
     );
 }
 
+/// The container shares this kernel: its Landlock, then podman's.
 mod needs_landlock {
     use super::*;
 
+    /// Rootful podman containers (root, podman, runc).
     mod needs_podman {
         use super::*;
 
@@ -214,7 +218,8 @@ mod needs_landlock {
 }
 
 /// Without podman the tier fails, naming the packages: it never passes by
-/// running nothing. (The granted half: every test above, with podman.)
+/// running nothing. (The granted half: every test in `needs_podman`.)
+/// Needs only bash: runs in every profile.
 #[test]
 fn a_host_without_podman_fails_naming_the_packages() {
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/container/run-container.sh");

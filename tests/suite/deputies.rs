@@ -188,12 +188,12 @@ mod needs_landlock {
         let exe = std::env::current_exe().expect("this test binary");
         assert_injection_refused(&h, |marker| {
             format!(
-                "{INJECT_HELPER}={} STRUMENT_SANDBOX_TEST_PROJECT={} {} \
-             suite::deputies::a_command_under_prepared_confine_cannot_type_into_the_shell \
-             --exact --nocapture --test-threads=1 --quiet",
+                "{INJECT_HELPER}={} STRUMENT_SANDBOX_TEST_PROJECT={} {} {} \
+                 --exact --nocapture --test-threads=1 --quiet",
                 quoted(marker),
                 quoted(&h.project),
-                quoted(&exe)
+                quoted(&exe),
+                test_name!(a_command_under_prepared_confine_cannot_type_into_the_shell),
             )
         });
     }

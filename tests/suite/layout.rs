@@ -33,10 +33,12 @@ fn suite_dir() -> PathBuf {
 #[test]
 fn the_running_test_is_the_name_the_compiler_derives() {
     let name = test_name!(the_running_test_is_the_name_the_compiler_derives);
-    assert_eq!(
-        name,
-        "suite::layout::the_running_test_is_the_name_the_compiler_derives"
-    );
+    let by_hand = [
+        "suite",
+        "layout",
+        "the_running_test_is_the_name_the_compiler_derives",
+    ];
+    assert_eq!(name, by_hand.join("::"));
     assert_eq!(std::thread::current().name(), Some(name));
 }
 
@@ -128,5 +130,56 @@ fn the_nextest_profiles_filter_on_the_needs_modules_alone() {
         filters,
         ["filter = 'test(/::needs_qemu::/)'", every_need.as_str()],
         "the profiles' filters in .config/nextest.toml"
+    );
+}
+
+/// No code names a test by its path by hand (a re-run filtered to it, a
+/// shell line that starts it): only [`test_name!`] does, so a rename or a
+/// move to another module cannot leave a name that filters to nothing.
+/// Comments may name tests.
+#[test]
+fn no_code_names_a_test_by_hand() {
+    let files: Vec<(PathBuf, String)> = rust_files(&suite_dir())
+        .into_iter()
+        .map(|file| {
+            let text = fs::read_to_string(&file).expect("read a suite file");
+            (file, text)
+        })
+        .collect();
+    let mut tests = Vec::new();
+    for (_, text) in &files {
+        let mut lines = text.lines().map(str::trim);
+        while let Some(line) = lines.next() {
+            if line == "#[test]" {
+                let name = lines
+                    .find_map(|l| l.strip_prefix("fn "))
+                    .and_then(|rest| rest.split('(').next())
+                    .expect("a test function after #[test]");
+                tests.push(name.to_owned());
+            }
+        }
+    }
+    assert!(tests.len() > 100, "found only {} tests", tests.len());
+    let ident = |c: char| c.is_ascii_alphanumeric() || c == '_';
+    let mut by_hand = Vec::new();
+    for (file, text) in &files {
+        for (n, line) in text.lines().enumerate() {
+            if line.trim_start().starts_with("//") {
+                continue;
+            }
+            for test in &tests {
+                let named = line
+                    .match_indices(&format!("::{test}"))
+                    .any(|(at, m)| !line[at + m.len()..].starts_with(ident));
+                if named {
+                    by_hand.push(format!("{}:{}: {test}", file.display(), n + 1));
+                }
+            }
+        }
+    }
+    assert!(
+        by_hand.is_empty(),
+        "tests named by hand (use test_name!):\n{}",
+        by_hand.join("\n")
     );
 }
