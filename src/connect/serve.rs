@@ -145,6 +145,16 @@ fn prepare(
         udp_local: false,
     };
     if call == Call::Bind {
+        if let Some(at) = parse_inet(&work.address) {
+            let transport = transport_of(&work.socket);
+            if shared
+                .rules
+                .net
+                .joins_group_outside(work.socket.as_fd(), at, transport)
+            {
+                return Err(libc::EADDRINUSE);
+            }
+        }
         if !sys::still_waiting(listener, notif.id) {
             return Ok(None);
         }
@@ -300,14 +310,10 @@ impl Work {
         }
         let outcome = self.perform(true);
         if outcome.is_ok() && self.udp_local {
-            if let Ok(local) = sys::local_address(self.socket.as_fd()) {
-                shared.learn_address(&local, Transport::Udp);
-            }
+            shared.learn_address(self.socket.as_fd(), Transport::Udp);
         }
         if outcome.is_ok() && self.call == Call::Bind {
-            if let Ok(local) = sys::local_address(self.socket.as_fd()) {
-                shared.learn_address(&local, transport_of(&self.socket));
-            }
+            shared.learn_address(self.socket.as_fd(), transport_of(&self.socket));
         }
         respond(listener, id, outcome);
     }
