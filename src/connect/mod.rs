@@ -26,6 +26,7 @@
 //! this process: its pid, and the same user and group as the command.
 
 pub(crate) mod filter;
+mod message;
 mod rules;
 mod serve;
 
