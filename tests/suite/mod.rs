@@ -15,6 +15,7 @@
 mod capped;
 mod cli;
 mod container;
+mod datagrams;
 mod denials;
 mod deputies;
 mod first_hour;
