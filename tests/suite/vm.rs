@@ -250,6 +250,7 @@ fn bookworm_6_1_abi_2_passes_every_scenario_and_reports_truncate() {
             "tmux-run-shell-refused",
             "tmux-send-keys-refused",
             "no-route-around",
+            "datagram-refused",
         ],
         ..Case::with_abi(
             "bookworm",
