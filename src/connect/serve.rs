@@ -409,7 +409,17 @@ fn prepare(
     }
     // A send: each message's name resolved and its control messages made
     // this process's, up to the first that fails.
-    let stream = sys::socket_type(work.socket.as_fd()).is_ok_and(|t| t == libc::SOCK_STREAM);
+    let fd = work.socket.as_fd();
+    let kind = sys::socket_type(fd).unwrap_or(libc::SOCK_DGRAM);
+    let stream = kind == libc::SOCK_STREAM;
+    // Sockets whose send never goes where a name says: TCP ignores it
+    // (without MSG_FASTOPEN, refused by the filter), a unix stream fails
+    // with it, a unix seqpacket socket ignores it. Their names are passed
+    // as read, undecided, so the kernel answers as it would.
+    let ignores_name = match sys::socket_domain(fd) {
+        Ok(libc::AF_UNIX) => kind != libc::SOCK_DGRAM,
+        _ => stream && sys::socket_protocol(fd).is_ok_and(|p| p == libc::IPPROTO_TCP),
+    };
     let mut destinations = Vec::new();
     let messages = until_error(reads.into_iter().map(|read| {
         if read.cut && !stream {
@@ -417,6 +427,13 @@ fn prepare(
         }
         let (control, fds) = own_control(tid, &pidfd, read.control)?;
         let mut message = match read.name {
+            Some(name) if ignores_name => {
+                destinations.push(None);
+                Message {
+                    data: read.data,
+                    ..Message::to(name)
+                }
+            }
             Some(name) => {
                 let resolved = resolve(tid, &work.socket, name, true, shared)?;
                 let (message, destination) = resolved.message(read.data);

@@ -59,23 +59,19 @@ fn confined(h: &FakeHome, args: &[&str], cap: Option<u32>) -> Output {
 /// What a receiver holds now, without waiting.
 fn received_unix(r: &UnixDatagram) -> Vec<String> {
     r.set_nonblocking(true).expect("nonblocking");
-    let mut got = Vec::new();
-    let mut buf = [0u8; 64];
-    loop {
-        match r.recv(&mut buf) {
-            Ok(n) => got.push(String::from_utf8_lossy(&buf[..n]).into_owned()),
-            Err(e) if e.kind() == ErrorKind::WouldBlock => return got,
-            Err(e) => panic!("recv: {e}"),
-        }
-    }
+    drain(|buf| r.recv(buf))
 }
 
 fn received_udp(r: &UdpSocket) -> Vec<String> {
     r.set_nonblocking(true).expect("nonblocking");
+    drain(|buf| r.recv(buf))
+}
+
+fn drain(recv: impl Fn(&mut [u8]) -> std::io::Result<usize>) -> Vec<String> {
     let mut got = Vec::new();
     let mut buf = [0u8; 64];
     loop {
-        match r.recv(&mut buf) {
+        match recv(&mut buf) {
             Ok(n) => got.push(String::from_utf8_lossy(&buf[..n]).into_owned()),
             Err(e) if e.kind() == ErrorKind::WouldBlock => return got,
             Err(e) => panic!("recv: {e}"),
