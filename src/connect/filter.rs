@@ -11,6 +11,10 @@ use std::sync::Arc;
 
 use crate::terminal::SockFilter;
 
+/// The variable that, in test builds, installs listeners without
+/// `SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV`.
+const WITHOUT_KILLABLE_RECV_VAR: &str = "STRUMENT_SANDBOX_TEST_WITHOUT_KILLABLE_RECV";
+
 /// What the program does with one system call.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Action {
@@ -201,6 +205,12 @@ impl NotifyFilter {
     /// Builds the program for this architecture, or `None` on one whose
     /// system-call numbers this crate does not know.
     pub(crate) fn new() -> Option<NotifyFilter> {
+        // Test builds only: the filter as a kernel before 5.19 installs it
+        // (no WAIT_KILLABLE_RECV), so that the restart of a call the
+        // supervisor performs can be tested on this one.
+        if cfg!(debug_assertions) && std::env::var_os(WITHOUT_KILLABLE_RECV_VAR).is_some() {
+            crate::sys::install_without_killable_recv();
+        }
         Some(NotifyFilter {
             program: program(&conventions()?).into(),
         })

@@ -28,43 +28,115 @@ use crate::sys;
 /// write.
 const MAX_SEND: usize = 1 << 20;
 
-/// One listener, and the calls it performed whose answer found the thread
-/// gone from its wait.
+/// One listener, and the calls it performs or performed whose answer may
+/// find the thread gone from its wait.
 struct Served {
     fd: OwnedFd,
-    /// By thread: the call (number and arguments) and its result. A signal
-    /// that interrupts a thread after its call was received here (Linux
-    /// before 5.19, without `SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV`) makes
-    /// the answer fail with `ENOENT` and the kernel restart the call: the
-    /// restarted call, the same thread's next notification with the same
-    /// number and arguments, gets this result instead of a second send.
+    /// By thread: a call (number and arguments) performed here, and where
+    /// it stands. A signal that interrupts a thread after its call was
+    /// received here (Linux before 5.19, without
+    /// `SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV`) makes the kernel restart
+    /// the call: the same thread's next notification with the same number
+    /// and arguments. It gets the first call's result instead of a second
+    /// send or connect.
     performed: Mutex<HashMap<i32, Performed>>,
 }
 
-/// A call performed here: its number, its arguments and its result.
-type Performed = (i32, [u64; 6], Outcome);
+/// A call performed here: its number, its arguments, and where it stands.
+struct Performed {
+    nr: i32,
+    args: [u64; 6],
+    state: Stage,
+}
+
+enum Stage {
+    /// Being performed on a thread of its own; the notifications of its
+    /// restarts, to answer when it ends (a thread waits in one call at a
+    /// time, so a notification of the same call from that thread meanwhile
+    /// is a restart).
+    Running(Vec<u64>),
+    /// Done, and its answer found the thread gone from its wait.
+    Done(Outcome),
+}
 
 impl Served {
-    /// The remembered result when `notif` restarts a call performed here.
-    fn replay(&self, notif: &sys::Notification) -> Option<Outcome> {
-        let mut performed = self.performed.lock().ok()?;
-        if performed.is_empty() {
-            return None;
+    /// Whether `notif` restarts a call performed here: answered (or, while
+    /// that call still runs, left to be answered when it ends).
+    fn restarted(&self, notif: &sys::Notification) -> bool {
+        let Ok(mut performed) = self.performed.lock() else {
+            return false;
+        };
+        let tid = notif.pid as i32;
+        let Some(entry) = performed.get_mut(&tid) else {
+            return false;
+        };
+        if entry.nr != notif.data.nr || entry.args != notif.data.args {
+            // The thread moved on: what it left is forgotten.
+            if matches!(entry.state, Stage::Done(_)) {
+                performed.remove(&tid);
+            }
+            return false;
         }
-        let (nr, args, outcome) = performed.remove(&(notif.pid as i32))?;
-        (nr == notif.data.nr && args == notif.data.args).then_some(outcome)
+        match &mut entry.state {
+            Stage::Running(restarts) => restarts.push(notif.id),
+            Stage::Done(outcome) => {
+                let outcome = *outcome;
+                performed.remove(&tid);
+                drop(performed);
+                self.answer_performed(notif, outcome);
+            }
+        }
+        true
     }
 
-    /// Answers a call performed here; remembers the result when the thread
-    /// is no longer waiting for it.
+    /// Notes a call about to be performed on a thread of its own.
+    fn running(&self, notif: &sys::Notification) {
+        if let Ok(mut performed) = self.performed.lock() {
+            performed.insert(
+                notif.pid as i32,
+                Performed {
+                    nr: notif.data.nr,
+                    args: notif.data.args,
+                    state: Stage::Running(Vec::new()),
+                },
+            );
+        }
+    }
+
+    /// Answers a call performed here: the notification received, or a
+    /// restart of it that came meanwhile; when the thread waits in none of
+    /// them, the result is kept for the restart to come.
     fn answer_performed(&self, notif: &sys::Notification, outcome: Outcome) {
-        let answered = match outcome {
-            Ok(val) => sys::answer(&self.fd, notif.id, val, 0),
-            Err(errno) => sys::answer(&self.fd, notif.id, 0, errno),
-        };
-        if answered.is_err_and(|e| e.raw_os_error() == Some(libc::ENOENT)) {
+        let tid = notif.pid as i32;
+        let mut ids = vec![notif.id];
+        if let Ok(mut performed) = self.performed.lock() {
+            if let Some(entry) = performed.get(&tid) {
+                if let (true, Stage::Running(restarts)) = (
+                    entry.nr == notif.data.nr && entry.args == notif.data.args,
+                    &entry.state,
+                ) {
+                    ids.extend(restarts.iter().rev());
+                    performed.remove(&tid);
+                }
+            }
+        }
+        let answered = ids.iter().any(|id| {
+            match outcome {
+                Ok(val) => sys::answer(&self.fd, *id, val, 0),
+                Err(errno) => sys::answer(&self.fd, *id, 0, errno),
+            }
+            .is_ok()
+        });
+        if !answered {
             if let Ok(mut performed) = self.performed.lock() {
-                performed.insert(notif.pid as i32, (notif.data.nr, notif.data.args, outcome));
+                performed.insert(
+                    tid,
+                    Performed {
+                        nr: notif.data.nr,
+                        args: notif.data.args,
+                        state: Stage::Done(outcome),
+                    },
+                );
             }
         }
     }
@@ -104,8 +176,7 @@ fn handle(served: &Arc<Served>, notif: &sys::Notification, command: i32, shared:
         let _ = sys::answer(&served.fd, id, 0, libc::ENOSYS);
         return;
     };
-    if let Some(outcome) = served.replay(notif) {
-        served.answer_performed(notif, outcome);
+    if served.restarted(notif) {
         return;
     }
     match prepare(&served.fd, notif, call, command, shared) {
@@ -131,6 +202,8 @@ struct Work {
     vector: Option<(u64, Layout)>,
     /// How many messages were sent.
     sent: usize,
+    /// Whether the socket is a stream, whose send may be partial.
+    stream: bool,
 }
 
 /// One address and what is sent to it.
@@ -389,6 +462,7 @@ fn prepare(
             (args[1], Layout::new(compat))
         }),
         sent: 0,
+        stream: false,
     };
     if let Some(address) = address {
         if call == Call::Bind {
@@ -412,6 +486,7 @@ fn prepare(
     let fd = work.socket.as_fd();
     let kind = sys::socket_type(fd).unwrap_or(libc::SOCK_DGRAM);
     let stream = kind == libc::SOCK_STREAM;
+    work.stream = stream;
     // Sockets whose send never goes where a name says: TCP ignores it
     // (without MSG_FASTOPEN, refused by the filter), a unix stream fails
     // with it, a unix seqpacket socket ignores it. Their names are passed
@@ -671,6 +746,7 @@ impl Work {
                 return;
             }
         }
+        served.running(&notif);
         let (served_too, shared_too) = (Arc::clone(served), Arc::clone(shared));
         let spawned = std::thread::Builder::new()
             .name("strument-connect-call".into())
@@ -730,27 +806,48 @@ impl Work {
             flags |= libc::MSG_DONTWAIT;
         }
         while let Some(message) = self.messages.get_mut(self.sent) {
+            let data = &message.data[message.sent..];
+            // Control messages go with a message's first bytes only.
+            let control: &[u8] = if message.sent == 0 {
+                &message.control
+            } else {
+                &[]
+            };
             let sent = if self.call == Call::SendTo {
                 let address = message.address.as_deref().unwrap_or_default();
-                sys::sendto(fd, &message.data, flags, address)
+                sys::sendto(fd, data, flags, address)
             } else {
                 let address = message.address.as_deref();
-                sys::sendmsg(fd, address, &message.data, &message.control, flags)
+                sys::sendmsg(fd, address, data, control, flags)
             };
             match sent {
                 Ok(n) => {
-                    message.sent = n;
-                    self.sent += 1;
+                    message.sent += n;
                     if message.udp_local {
                         if let Ok(local) = sys::local_address(fd) {
                             shared.learn_address(&local, Transport::Udp);
                         }
                     }
+                    // A blocking stream socket takes the whole buffer, as
+                    // the kernel's own send waits until it has: the rest,
+                    // waiting.
+                    if self.stream && may_wait && n > 0 && message.sent < message.data.len() {
+                        if first_try {
+                            return None;
+                        }
+                        continue;
+                    }
+                    self.sent += 1;
                 }
                 // Would wait, on a socket the command left blocking: wait
                 // for it, the way the command would have.
                 Err(e) if first_try && e.raw_os_error() == Some(libc::EAGAIN) && may_wait => {
                     return None;
+                }
+                // Part of it went out: that part's count.
+                Err(_) if message.sent > 0 => {
+                    self.sent += 1;
+                    break;
                 }
                 Err(e) if self.sent == 0 => return Some(Err(errno_of(&e))),
                 Err(_) => break,

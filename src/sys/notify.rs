@@ -8,6 +8,7 @@
 
 use std::io;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd, RawFd};
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use crate::terminal::SockFilter;
 
@@ -49,11 +50,25 @@ pub(crate) fn install_listener(program: &[SockFilter], all_threads: bool) -> Res
     // WAIT_KILLABLE_RECV (Linux 5.19): once the supervisor has received a
     // call, a signal no longer interrupts and restarts it, which would
     // repeat a connect already performed. Older kernels refuse the flag.
-    let ret = match seccomp_filter(&prog, flags | libc::SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV) {
-        Err(libc::EINVAL) => seccomp_filter(&prog, flags),
-        other => other,
+    let ret = if WITHOUT_KILLABLE_RECV.load(Ordering::Relaxed) {
+        seccomp_filter(&prog, flags)
+    } else {
+        match seccomp_filter(&prog, flags | libc::SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV) {
+            Err(libc::EINVAL) => seccomp_filter(&prog, flags),
+            other => other,
+        }
     };
     ret.and_then(|fd| RawFd::try_from(fd).map_err(|_| libc::EBADF))
+}
+
+/// Set (by test builds only, see `connect::filter`): listeners are
+/// installed without `WAIT_KILLABLE_RECV`, as on a kernel before 5.19, so
+/// that a signal restarts a call the supervisor performs.
+static WITHOUT_KILLABLE_RECV: AtomicBool = AtomicBool::new(false);
+
+/// Installs later listeners without `WAIT_KILLABLE_RECV`.
+pub(crate) fn install_without_killable_recv() {
+    WITHOUT_KILLABLE_RECV.store(true, Ordering::Relaxed);
 }
 
 fn seccomp_filter(prog: &SockFprog, flags: libc::c_ulong) -> Result<libc::c_long, i32> {

@@ -268,6 +268,35 @@ mod needs_landlock {
         );
     }
 
+    /// A signal to a thread whose send the supervisor performs: from Linux
+    /// 5.19 the call is not interrupted (`WAIT_KILLABLE_RECV`); without it,
+    /// as on older kernels, the kernel restarts the call, which the
+    /// supervisor answers with the first call's result instead of sending
+    /// the data twice.
+    #[test]
+    fn a_signal_during_a_performed_send_neither_repeats_nor_loses_data() {
+        let h = FakeHome::new();
+        for without_killable_recv in [false, true] {
+            let helper = helper();
+            let mut cmd = h.run_command(&h.project, &[], &[&helper, "restart", "4"]);
+            if without_killable_recv {
+                cmd.env("STRUMENT_SANDBOX_TEST_WITHOUT_KILLABLE_RECV", "1");
+            }
+            let out = output(&mut cmd);
+            assert_eq!(
+                stdout(&out),
+                "restart ok 4194304 signals>0=1\n",
+                "without WAIT_KILLABLE_RECV: {without_killable_recv}; {}",
+                show(&out)
+            );
+        }
+        // The same, unconfined, says the same.
+        assert_eq!(
+            stdout(&bare(&["restart", "4"])),
+            "restart ok 4194304 signals>0=1\n"
+        );
+    }
+
     #[test]
     fn name_lookups_from_the_hosts_file_work_confined() {
         let h = FakeHome::new();
