@@ -9,7 +9,7 @@
 #
 # Each PATH is a file or a directory (searched for *.sh and *.nix files and
 # for files whose first line is a sh or bash #!). Default: tests/scenarios,
-# tests/vm, nix, nixos-tests and flake.nix: the scripts, and the shell text
+# tests/vm, tests/lib, nix, nixos-tests and flake.nix: the scripts, and the shell text
 # the Nix files generate (checked line by line, comments left out).
 #
 # "Used as a command": the name at the start of a line or after ; & | ( {
@@ -27,7 +27,7 @@ set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd -P)
 if [ $# = 0 ]; then
   cd "$root"
-  set -- tests/scenarios tests/vm nix nixos-tests flake.nix
+  set -- tests/scenarios tests/vm tests/lib nix nixos-tests flake.nix
 fi
 
 files=()

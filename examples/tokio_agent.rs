@@ -20,7 +20,7 @@
 //! Exit status: 0 when the session opened and every child ran (whatever
 //! the writes did: the caller checks the files), 3 when the session did
 //! not open (no Landlock), 2 on bad arguments, 1 when a child could not be
-//! started. The suite runs it (`suite::kernel`) and checks the files.
+//! started. The suite runs it (`suite::confine`) and checks the files.
 
 use std::path::PathBuf;
 use std::process::ExitCode;

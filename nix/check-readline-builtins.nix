@@ -15,6 +15,7 @@ let
       ../.ci/lint-readline-builtins.sh
       (shellAndNix ../tests/scenarios)
       (shellAndNix ../tests/vm)
+      (shellAndNix ../tests/lib)
       (shellAndNix ../nix)
       (shellAndNix ../nixos-tests)
       ../flake.nix

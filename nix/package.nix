@@ -38,9 +38,9 @@ rustPlatform.buildRustPackage {
   # undone, so tests that apply a ruleset must not share one.
   useNextest = true;
   # cargoNextestHook appends cargoTestFlags to `cargo nextest run`. The
-  # nix-build profile (.config/nextest.toml) leaves out the tests that need
-  # the network, qemu, or a builder kernel with Landlock; doc/nix.md lists
-  # them. Under Nix only the scenarios among them run, in the NixOS VM tests
+  # nix-build profile (.config/nextest.toml) leaves out every test nested
+  # in a needs_landlock, needs_network, needs_qemu or needs_podman module:
+  # what the build sandbox lacks (doc/nix.md says where each runs). Under Nix only the scenarios among them run, in the NixOS VM tests
   # (nixos-tests/); the rest run only in a plain `cargo nextest run`.
   cargoTestFlags = [ "--profile" "nix-build" ];
 

@@ -9,7 +9,7 @@ use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
 use crate::error::PolicyError;
-use crate::root::{Origin, Root};
+use crate::root::{GitdirAsked, Origin, Root};
 
 /// The parts of a linked worktree's common git directory that git writes
 /// from the worktree (measured with strace on `commit`, `fetch`, `stash`,
@@ -33,6 +33,9 @@ pub(crate) struct GitLayout {
     pub(crate) roots: Vec<Root>,
     /// Where its `.git` leads, then a worktree's common directory.
     pub(crate) watched: Vec<PathBuf>,
+    /// A linked worktree's gitdir, and whether it names the project back:
+    /// asked here once, for the policy's check to reuse.
+    pub(crate) gitdir_asked: Option<GitdirAsked>,
 }
 
 /// Reads the project's git layout: its `.git` (a directory, a `gitdir:`
@@ -60,6 +63,7 @@ pub(crate) fn read_layout(project_root: &Path) -> Result<GitLayout, PolicyError>
         return Ok(GitLayout {
             watched: watched(dotgit.clone(), common_of(&dotgit)),
             roots: vec![Root::new(dotgit, origin)],
+            gitdir_asked: None,
         });
     }
     if meta.is_dir() {
@@ -67,6 +71,7 @@ pub(crate) fn read_layout(project_root: &Path) -> Result<GitLayout, PolicyError>
         return Ok(GitLayout {
             watched: watched(dotgit.clone(), common_of(&dotgit)),
             roots: Vec::new(),
+            gitdir_asked: None,
         });
     }
     if !meta.is_file() {
@@ -93,6 +98,7 @@ pub(crate) fn read_layout(project_root: &Path) -> Result<GitLayout, PolicyError>
     })?);
     let mut out = vec![Root::new(gitdir.clone(), origin)];
     let mut common_dir = None;
+    let mut gitdir_asked = None;
     let commondir_file = gitdir.join("commondir");
     match read_pointer_file(&commondir_file) {
         Ok(Err(reason)) => {
@@ -111,7 +117,16 @@ pub(crate) fn read_layout(project_root: &Path) -> Result<GitLayout, PolicyError>
             let origin = Origin::Git {
                 pointer: commondir_file,
             };
-            if !points_back(&gitdir, &dotgit) {
+            // Its identity first, then the question: the answer is kept
+            // for this directory only.
+            let id = fs::metadata(&gitdir).ok().map(|m| (m.dev(), m.ino()));
+            let answer = points_back(&gitdir, &dotgit);
+            gitdir_asked = id.map(|id| GitdirAsked {
+                dotgit: dotgit.clone(),
+                id,
+                points_back: answer,
+            });
+            if !answer {
                 // Another working tree's gitdir: Policy skips it and says
                 // why, and nothing of its common directory is listed.
             } else if is_git_dir(&common) {
@@ -142,6 +157,7 @@ pub(crate) fn read_layout(project_root: &Path) -> Result<GitLayout, PolicyError>
     Ok(GitLayout {
         watched: watched(canonical(gitdir), common_dir),
         roots: out,
+        gitdir_asked,
     })
 }
 
@@ -191,6 +207,7 @@ fn enclosing_layout(project: &Path) -> GitLayout {
         return GitLayout {
             watched: watched(dotgit.clone(), common_of(&dotgit)),
             roots: vec![Root::new(dotgit.clone(), Origin::Git { pointer: dotgit })],
+            gitdir_asked: None,
         };
     }
     read_layout(&tree).unwrap_or_default()
@@ -523,6 +540,55 @@ mod tests {
         assert_eq!(
             parse_git_pointer(b"gitdir: /a/\xff", "gitdir: "),
             Ok(PathBuf::from(OsStr::from_bytes(b"/a/\xff")))
+        );
+    }
+
+    /// A linked worktree's gitdir is asked once whether it names the
+    /// project back; the judge gives that answer again only for the same
+    /// directory, so one swapped in since is asked anew.
+    #[test]
+    fn the_gitdir_asked_once_is_answered_again_for_that_directory_only() {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let base = tmp.path().canonicalize().expect("canonical");
+        let common = base.join("main/.git");
+        let gitdir = common.join("worktrees/wt");
+        let project = base.join("wt");
+        for dir in [common.join("objects"), gitdir.clone(), project.clone()] {
+            fs::create_dir_all(dir).expect("mkdir");
+        }
+        fs::write(common.join("HEAD"), "ref: refs/heads/main\n").expect("HEAD");
+        fs::write(gitdir.join("HEAD"), "ref: refs/heads/wt\n").expect("HEAD");
+        fs::write(gitdir.join("commondir"), "../..\n").expect("commondir");
+        let dotgit = project.join(".git");
+        fs::write(gitdir.join("gitdir"), format!("{}\n", dotgit.display())).expect("gitdir");
+        fs::write(&dotgit, format!("gitdir: {}\n", gitdir.display())).expect(".git");
+
+        let layout = read_layout(&project).expect("a readable layout");
+        let asked = layout.gitdir_asked.expect("the gitdir was asked");
+        let meta = fs::metadata(&gitdir).expect("gitdir");
+        assert_eq!(asked.id, (meta.dev(), meta.ino()));
+        assert!(asked.points_back, "{asked:?}");
+        assert!(layout.roots.iter().any(|r| r.path.ends_with("objects")));
+
+        let judge = crate::root::Judge::new(None, Some(&project));
+        judge.remember_gitdir(asked.clone());
+        assert_eq!(judge.gitdir_points_back(&dotgit, asked.id), Some(true));
+        // Another gitdir in its place: no kept answer, asked again.
+        fs::rename(&gitdir, common.join("worktrees/old")).expect("move the gitdir away");
+        fs::create_dir(&gitdir).expect("a new gitdir");
+        let meta = fs::metadata(&gitdir).expect("gitdir");
+        assert_eq!(
+            judge.gitdir_points_back(&dotgit, (meta.dev(), meta.ino())),
+            None
+        );
+        assert!(
+            !points_back(&gitdir, &dotgit),
+            "the new one names nothing back"
+        );
+        // Nor for another project's pointer.
+        assert_eq!(
+            judge.gitdir_points_back(&base.join("x/.git"), asked.id),
+            None
         );
     }
 }

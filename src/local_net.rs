@@ -549,7 +549,20 @@ pub(crate) enum Reach {
 pub(crate) struct LocalNet {
     addresses: Mutex<LocalAddresses>,
     named: Vec<LocalPort>,
-    bound: Mutex<Vec<(SocketAddr, Transport)>>,
+    bound: Mutex<Vec<BoundPort>>,
+    /// The `inet_diag` socket [`LocalNet::still_held`] asks on, opened at
+    /// the first question.
+    diag: Mutex<Option<OwnedFd>>,
+}
+
+/// A port a process of the sandbox bound: the address `getsockname` gave
+/// after the bind, the transport, and the socket's cookie (`SO_COOKIE`),
+/// which tells it from a socket that takes the port after it is closed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct BoundPort {
+    address: SocketAddr,
+    transport: Transport,
+    cookie: Option<u64>,
 }
 
 /// Nothing named, and this machine's addresses read at every question
@@ -563,6 +576,7 @@ impl Default for LocalNet {
             }),
             named: Vec::new(),
             bound: Mutex::new(Vec::new()),
+            diag: Mutex::new(None),
         }
     }
 }
@@ -574,15 +588,22 @@ impl LocalNet {
             addresses: Mutex::new(LocalAddresses::read()),
             named,
             bound: Mutex::new(Vec::new()),
+            diag: Mutex::new(None),
         }
     }
 
     /// Records what a bind inside the sandbox gave a socket: its address
-    /// with the port the kernel chose (`getsockname` after the bind).
-    pub(crate) fn bound(&self, local: SocketAddr, transport: Transport) {
+    /// with the port the kernel chose (`getsockname` after the bind), and
+    /// the socket's cookie when known.
+    pub(crate) fn bound(&self, local: SocketAddr, transport: Transport, cookie: Option<u64>) {
+        let port = BoundPort {
+            address: local,
+            transport,
+            cookie,
+        };
         if let Ok(mut bound) = self.bound.lock() {
-            if !bound.contains(&(local, transport)) {
-                bound.push((local, transport));
+            if !bound.contains(&port) {
+                bound.push(port);
             }
         }
     }
@@ -600,17 +621,103 @@ impl LocalNet {
         if transport == Transport::Ping {
             return Reach::Echo;
         }
-        let bound_inside = self.bound.lock().is_ok_and(|bound| {
-            bound
-                .iter()
-                .any(|(addr, t)| *t == transport && takes(*addr, to))
-        });
-        if bound_inside {
+        let cookies: Vec<Option<u64>> = self.bound.lock().map_or_else(
+            |_| Vec::new(),
+            |bound| {
+                bound
+                    .iter()
+                    .filter(|p| p.transport == transport && takes(p.address, to))
+                    .map(|p| p.cookie)
+                    .collect()
+            },
+        );
+        if !cookies.is_empty() && self.still_held(to, transport, &cookies) {
             return Reach::BoundInside;
         }
         match self.named.iter().find(|p| takes(p.address, to)) {
             Some(port) => Reach::Named(port.reason.clone()),
             None => Reach::Refused,
+        }
+    }
+
+    /// Whether binding `socket` to `at` would join a `SO_REUSEPORT` group
+    /// a socket outside the sandbox holds (same user, the option set on
+    /// both): the kernel would then spread the user's own later
+    /// connections over the command's server, and the command's over the
+    /// user's. Such a bind fails with `EADDRINUSE`, what the kernel
+    /// answers where the group is not shared. A socket without the option,
+    /// or port 0, joins nothing.
+    pub(crate) fn joins_group_outside(
+        &self,
+        socket: std::os::fd::BorrowedFd<'_>,
+        at: SocketAddr,
+        transport: Transport,
+    ) -> bool {
+        let tcp = match transport {
+            Transport::Tcp => true,
+            Transport::Udp => false,
+            Transport::Ping | Transport::Other(_) => return false,
+        };
+        if at.port() == 0 || !sys::reuses_port(socket).unwrap_or(false) {
+            return false;
+        }
+        let Ok(mut diag) = self.diag.lock() else {
+            return false;
+        };
+        if diag.is_none() {
+            *diag = sys::diag_socket().ok();
+        }
+        let Some(diag_socket) = diag.as_ref() else {
+            return false;
+        };
+        let found = sys::socket_at(diag_socket, at, tcp);
+        if found.is_err() {
+            *diag = None;
+        }
+        drop(diag);
+        let Ok(Some(cookie)) = found else {
+            return false;
+        };
+        !self.bound.lock().is_ok_and(|bound| {
+            bound
+                .iter()
+                .any(|p| p.transport == transport && p.cookie == Some(cookie))
+        })
+    }
+
+    /// Whether the socket a connection or datagram to `to` would reach is one
+    /// a process of the sandbox bound (its cookie among `cookies`), asked of
+    /// the kernel's own lookup (`inet_diag`): a port the sandbox bound and
+    /// closed, then taken by a server outside it (the user's notebook on the
+    /// port a test server used), is the outside server's. Nobody there: the
+    /// kernel refuses the connection itself. Without `inet_diag` in the
+    /// kernel (no `tcp_diag`/`udp_diag`), or a cookie unknown, the port counts
+    /// as held, as it did before cookies were kept (doc/security.md).
+    fn still_held(&self, to: SocketAddr, transport: Transport, cookies: &[Option<u64>]) -> bool {
+        let tcp = match transport {
+            Transport::Tcp => true,
+            Transport::Udp => false,
+            Transport::Ping | Transport::Other(_) => return true,
+        };
+        if cookies.iter().any(Option::is_none) {
+            return true;
+        }
+        let Ok(mut diag) = self.diag.lock() else {
+            return true;
+        };
+        if diag.is_none() {
+            *diag = sys::diag_socket().ok();
+        }
+        let Some(socket) = diag.as_ref() else {
+            return true;
+        };
+        match sys::socket_at(socket, to, tcp) {
+            Ok(Some(cookie)) => cookies.contains(&Some(cookie)),
+            Ok(None) => true,
+            Err(_) => {
+                *diag = None;
+                true
+            }
         }
     }
 }
@@ -878,8 +985,8 @@ mod tests {
             net.reach(a("127.0.0.1:8080"), Transport::Tcp),
             Reach::Refused
         );
-        net.bound(a("127.0.0.2:8080"), Transport::Tcp);
-        net.bound(a("127.0.0.1:8080"), Transport::Udp);
+        net.bound(a("127.0.0.2:8080"), Transport::Tcp, None);
+        net.bound(a("127.0.0.1:8080"), Transport::Udp, None);
         // Another loopback address, another transport: still refused.
         assert_eq!(
             net.reach(a("127.0.0.1:8080"), Transport::Tcp),
@@ -889,7 +996,7 @@ mod tests {
             net.reach(a("127.0.0.2:8080"), Transport::Tcp),
             Reach::BoundInside
         );
-        net.bound(a("0.0.0.0:9000"), Transport::Tcp);
+        net.bound(a("0.0.0.0:9000"), Transport::Tcp, None);
         assert_eq!(
             net.reach(a("[::ffff:127.0.0.1]:9000"), Transport::Tcp),
             Reach::BoundInside
@@ -908,6 +1015,29 @@ mod tests {
             net.reach(a("192.0.2.200:22"), Transport::Tcp),
             Reach::OtherHost
         );
+    }
+
+    #[test]
+    fn a_port_bound_inside_then_taken_outside_is_refused() {
+        use std::net::TcpListener;
+        use std::os::fd::AsFd;
+        let net = LocalNet::new(Vec::new());
+        // The sandbox's server, learnt with its cookie: reachable.
+        let inside = TcpListener::bind("127.0.0.1:0").expect("listen");
+        let at = inside.local_addr().expect("address");
+        let cookie = sys::socket_cookie(inside.as_fd()).expect("SO_COOKIE");
+        net.bound(at, Transport::Tcp, Some(cookie));
+        assert_eq!(net.reach(at, Transport::Tcp), Reach::BoundInside);
+        // Closed: nobody there, the kernel itself refuses the connection.
+        drop(inside);
+        assert_eq!(net.reach(at, Transport::Tcp), Reach::BoundInside);
+        // The same port taken by a server outside the sandbox: refused.
+        let outside = TcpListener::bind(at).expect("the port again");
+        assert_eq!(net.reach(at, Transport::Tcp), Reach::Refused);
+        // Learnt without a cookie (no SO_COOKIE): held, as before.
+        net.bound(at, Transport::Tcp, None);
+        assert_eq!(net.reach(at, Transport::Tcp), Reach::BoundInside);
+        drop(outside);
     }
 
     #[test]

@@ -378,7 +378,7 @@ impl Policy {
                         resolved: resolved(&root),
                     })
                 }
-                _ => another_working_tree(&root, origin).map(|project| {
+                _ => another_working_tree(&root, origin, &judge).map(|project| {
                     SkipReason::AnotherWorkingTree {
                         resolved: resolved(&root),
                         project,
@@ -651,8 +651,10 @@ fn same_directory(a: &Path, b: &Path) -> bool {
 
 /// The project, when a git directory its `.git` pointer leads to belongs
 /// to another working tree (see [`points_back`]). A common dir's parts
-/// are listed only for a gitdir that passed, so they are not asked again.
-fn another_working_tree(root: &OpenRoot, origin: &Origin) -> Option<PathBuf> {
+/// are listed only for a gitdir that passed, so they are not asked again;
+/// nor is the gitdir the git layout's reading already asked, while it is
+/// the same directory (the judge keeps that answer).
+fn another_working_tree(root: &OpenRoot, origin: &Origin, judge: &Judge) -> Option<PathBuf> {
     let Origin::Git { pointer } = origin else {
         return None;
     };
@@ -660,7 +662,10 @@ fn another_working_tree(root: &OpenRoot, origin: &Origin) -> Option<PathBuf> {
         return None;
     }
     let dir = root.granted.resolved.as_ref().unwrap_or(&root.granted.path);
-    (!points_back(dir, pointer)).then(|| pointer.parent().unwrap_or(pointer).to_path_buf())
+    let names_back = judge
+        .gitdir_points_back(pointer, root.granted.id())
+        .unwrap_or_else(|| points_back(dir, pointer));
+    (!names_back).then(|| pointer.parent().unwrap_or(pointer).to_path_buf())
 }
 
 /// Opens `path`; `resolve` asks the kernel what it resolved to.

@@ -532,6 +532,23 @@ pub(crate) struct Judge {
     project: Option<PathBuf>,
     /// The project's strict ancestors up to `/`.
     above_project: OnceCell<Vec<(u64, u64)>>,
+    /// Whether the project's linked-worktree gitdir names it back, as the
+    /// git layout's reading found: the policy's check of that gitdir takes
+    /// this answer instead of reading its `gitdir` file a second time.
+    gitdir_asked: OnceCell<GitdirAsked>,
+}
+
+/// A linked worktree's gitdir, asked once whether its `gitdir` file names
+/// the project's `.git` back (`git::points_back`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct GitdirAsked {
+    /// The project's `.git` pointer that leads to it.
+    pub(crate) dotgit: PathBuf,
+    /// The gitdir's device and inode when it was asked: the answer holds
+    /// for that directory only.
+    pub(crate) id: (u64, u64),
+    /// Whether it names the project back.
+    pub(crate) points_back: bool,
 }
 
 impl Judge {
@@ -544,6 +561,7 @@ impl Judge {
             home_chain: OnceCell::new(),
             project: project.map(Path::to_path_buf),
             above_project: OnceCell::new(),
+            gitdir_asked: OnceCell::new(),
         }
     }
 
@@ -556,7 +574,23 @@ impl Judge {
             home_chain: OnceCell::from(home_chain.clone()),
             project: project.map(Path::to_path_buf),
             above_project: OnceCell::new(),
+            gitdir_asked: self.gitdir_asked.clone(),
         }
+    }
+
+    /// Keeps what the git layout's reading found about the project's
+    /// gitdir (the first answer given, if given twice).
+    pub(crate) fn remember_gitdir(&self, asked: GitdirAsked) {
+        let _ = self.gitdir_asked.set(asked);
+    }
+
+    /// The kept answer for the gitdir `dotgit` leads to, when it is still
+    /// the directory `id` that was asked.
+    pub(crate) fn gitdir_points_back(&self, dotgit: &Path, id: (u64, u64)) -> Option<bool> {
+        self.gitdir_asked
+            .get()
+            .filter(|asked| asked.dotgit == dotgit && asked.id == id)
+            .map(|asked| asked.points_back)
     }
 
     /// The home directory, then each ancestor up to `/`.

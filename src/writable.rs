@@ -497,6 +497,9 @@ pub(crate) fn writable_from(
         roots.push(Root::new(state, Origin::State));
     }
     let git = read_layout(project_root)?;
+    if let Some(asked) = &git.gitdir_asked {
+        inputs.judge.remember_gitdir(asked.clone());
+    }
     roots.extend(git.roots.iter().cloned());
 
     let var = |name: &'static str| variable(env, name);

@@ -251,12 +251,14 @@ impl Shared {
         }
     }
 
-    /// Records the IP address and port a performed bind gave a socket,
-    /// with the socket's transport.
-    fn learn_address(&self, local: &[u8], transport: Transport) {
-        if let Some(addr) = inet(local) {
-            self.rules.net.bound(addr, transport);
-        }
+    /// Records the IP address and port a performed bind (or a first
+    /// datagram) gave `socket`, with its transport and cookie.
+    fn learn_address(&self, socket: std::os::fd::BorrowedFd<'_>, transport: Transport) {
+        let Some(addr) = sys::local_address(socket).ok().and_then(|l| inet(&l)) else {
+            return;
+        };
+        let cookie = sys::socket_cookie(socket).ok();
+        self.rules.net.bound(addr, transport, cookie);
     }
 
     /// Asks the kernel what each noted socket is now bound to, and records

@@ -164,7 +164,7 @@ mod tests {
         assert_eq!(rules.connect(&ssh, &bound), Verdict::Refuse);
         rules
             .net
-            .bound("0.0.0.0:22".parse().unwrap(), Transport::Tcp);
+            .bound("0.0.0.0:22".parse().unwrap(), Transport::Tcp, None);
         assert_eq!(rules.connect(&ssh, &bound), Verdict::Allow);
         let web = Destination::Inet("192.0.2.80:443".parse().unwrap(), Transport::Tcp);
         assert_eq!(rules.connect(&web, &bound), Verdict::Allow);

@@ -466,6 +466,18 @@ fn prepare(
     };
     if let Some(address) = address {
         if call == Call::Bind {
+            // A port an outside socket holds with SO_REUSEPORT: joining its
+            // group would share its connections.
+            if let Some(at) = parse_inet(&address, false) {
+                let transport = transport_of(&work.socket);
+                if shared
+                    .rules
+                    .net
+                    .joins_group_outside(work.socket.as_fd(), at, transport)
+                {
+                    return Err(libc::EADDRINUSE);
+                }
+            }
             if !sys::still_waiting(listener, notif.id) {
                 return Ok(None);
             }
@@ -824,9 +836,7 @@ impl Work {
                 Ok(n) => {
                     message.sent += n;
                     if message.udp_local {
-                        if let Ok(local) = sys::local_address(fd) {
-                            shared.learn_address(&local, Transport::Udp);
-                        }
+                        shared.learn_address(fd, Transport::Udp);
                     }
                     // A blocking stream socket takes the whole buffer, as
                     // the kernel's own send waits until it has: the rest,
@@ -872,9 +882,7 @@ impl Work {
     ) {
         let tid = notif.pid as i32;
         if outcome.is_ok() && self.call == Call::Bind {
-            if let Ok(local) = sys::local_address(self.socket.as_fd()) {
-                shared.learn_address(&local, transport_of(&self.socket));
-            }
+            shared.learn_address(self.socket.as_fd(), transport_of(&self.socket));
         }
         if let Some((at, layout)) = self.vector {
             for (i, m) in self.messages.iter().take(self.sent).enumerate() {

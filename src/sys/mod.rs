@@ -6,6 +6,7 @@
 mod confine;
 mod fds;
 mod fs;
+mod inet_diag;
 mod landlock;
 mod netlink;
 mod notify;
@@ -17,6 +18,7 @@ mod spawn;
 pub(crate) use confine::*;
 pub(crate) use fds::*;
 pub(crate) use fs::*;
+pub(crate) use inet_diag::*;
 pub(crate) use landlock::*;
 pub(crate) use netlink::*;
 pub(crate) use notify::*;

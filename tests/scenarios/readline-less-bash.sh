@@ -70,40 +70,13 @@ keyring=${VM_KEYRING:-/usr/share/keyrings/debian-archive-keyring.gpg}
 cache=${BASH_BUILD_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/strument-sandbox/bash}
 max_age=${VM_APT_MAX_AGE:-86400}
 
-apt_dir=$cache/apt/$suite
 builds=$cache/builds
-mkdir -p "$apt_dir/lists/partial" "$apt_dir/archives/partial" "$builds" ||
-  die "cannot create the cache in $cache (set BASH_BUILD_CACHE)"
-exec 9>"$apt_dir/lock"
-flock 9
-
+mkdir -p "$builds" || die "cannot create the cache in $cache (set BASH_BUILD_CACHE)"
+# shellcheck source=../lib/private-apt.sh
+. "$here/../lib/private-apt.sh"
 # Only the Sources index of main.
-printf 'deb-src [signed-by=%s] %s %s main\n' "$keyring" "$mirror" "$suite" >"$apt_dir/sources.list"
-: >>"$apt_dir/status"
-apt_opts=(
-  -o "Dir::Etc::SourceList=$apt_dir/sources.list"
-  -o Dir::Etc::SourceParts=/nonexistent
-  -o "Dir::State::Lists=$apt_dir/lists"
-  -o "Dir::State::status=$apt_dir/status"
-  -o "Dir::Cache=$apt_dir"
-  -o "Dir::Cache::archives=$apt_dir/archives"
-  -o Dir::Cache::pkgcache= -o Dir::Cache::srcpkgcache=
-  -o Acquire::Languages=none
-  -o APT::Sandbox::User="$(id -un)"
-)
-
-stamp=$apt_dir/updated
-now=$(date +%s)
-if [ ! -f "$stamp" ] || [ $((now - $(stat -c %Y "$stamp"))) -ge "$max_age" ]; then
-  if apt-get -qq "${apt_opts[@]}" update >"$apt_dir/update.log" 2>&1 &&
-    ! grep -qE '^(W|E):' "$apt_dir/update.log"; then
-    touch "$stamp"
-  elif [ -f "$stamp" ]; then
-    note "apt-get update failed, using the source lists of $(date -ud "@$(stat -c %Y "$stamp")" +%FT%TZ): $(grep -E '^(W|E):' "$apt_dir/update.log" | head -n2 | tr '\n' ' ')"
-  else
-    die "apt-get update of $mirror $suite (deb-src) failed: $(grep -E '^(W|E):' "$apt_dir/update.log" | head -n3 | tr '\n' ' ')"
-  fi
-fi
+private_apt "$cache/apt/$suite" "deb-src [signed-by=$keyring] $mirror $suite main"
+private_apt_update "$mirror $suite (deb-src)" "$max_age"
 
 version=$(apt-cache "${apt_opts[@]}" showsrc --only-source bash 2>/dev/null |
   sed -n 's/^Version: //p' | sort -V | tail -n1)

@@ -107,7 +107,8 @@ fn bad_paths_are_refused_with_the_path_named() {
     );
 
     std::fs::write(h.project.join(".git"), "this is not a gitdir pointer\n").expect("garbage .git");
-    let out = h.run(&[], &["touch", "ran"]);
+    // Refused before anything is confined: no Landlock needed.
+    let out = output(&mut h.refused_run_command(&h.project, &[], &["touch", "ran"]));
     assert_eq!(out.status.code(), Some(4), "{}", show(&out));
     assert!(
         String::from_utf8_lossy(&out.stderr).contains(".git"),
@@ -318,4 +319,45 @@ fn a_relative_ssh_auth_sock_is_ignored_and_an_absolute_one_listed() {
     let absolute = h.home.join("agent.sock");
     let absolute = absolute.to_str().expect("UTF-8");
     assert!(sockets(absolute).iter().any(|p| p == absolute));
+}
+
+/// `run` applies before it execs, so these CLI behaviours need Landlock.
+mod needs_landlock {
+    use super::*;
+
+    #[test]
+    fn run_reports_a_missing_command_with_127_and_passes_statuses_through() {
+        let h = FakeHome::new();
+        let out = h.run(&[], &["no-such-command-anywhere"]);
+        assert_eq!(out.status.code(), Some(127), "{}", show(&out));
+        assert!(String::from_utf8_lossy(&out.stderr).contains("no-such-command-anywhere"));
+        let out = h.sh("exit 7");
+        assert_eq!(out.status.code(), Some(7), "{}", show(&out));
+        let out = h.run(&[], &[h.home.join(".bashrc").to_str().expect("utf-8")]);
+        assert_exit(&out, 126, "a non-executable file");
+    }
+
+    #[test]
+    fn a_filesystem_root_is_warned_about_loudly_even_without_verbose() {
+        let h = FakeHome::new();
+        let out = h.run(&["--allow".as_ref(), "/".as_ref()], &["true"]);
+        assert!(out.status.success(), "{}", show(&out));
+        assert!(
+            String::from_utf8_lossy(&out.stderr).contains("confines nothing"),
+            "{}",
+            show(&out)
+        );
+        // The granted/denied pair: without `/`, the same run prints nothing but
+        // the services a command can reach on this machine (ABI < 9), if any.
+        let out = h.run(&[], &["true"]);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            out.status.success()
+                && stderr
+                    .lines()
+                    .all(|l| l.starts_with("strument-sandbox: reachable: ")),
+            "{}",
+            show(&out)
+        );
+    }
 }

@@ -4,6 +4,8 @@
 //! all the same. Needs root, podman and runc (and go, cargo and crates.io
 //! once, for the cargo scenario's seed); a missing one fails the test by
 //! name. The container shares this kernel: the enabled cases need Landlock.
+//! So every test sits in `needs_landlock::needs_podman`, but the one that
+//! shows the tier failing without podman.
 
 use std::path::Path;
 use std::process::{Command, Output};
@@ -11,6 +13,7 @@ use std::process::{Command, Output};
 use super::support::{
     BIN, assert_scenarios_passed, output, require_tool, scenarios, scratch_base, show,
 };
+use super::support::{Need, require, require_landlock};
 
 /// What bubblewrap does in a case's container.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -33,7 +36,9 @@ struct Case {
     bwrap: Bwrap,
 }
 
+#[track_caller]
 fn run(case: &Case) -> Output {
+    require(Need::Podman);
     require_tool("bash", "bash");
     require_tool("podman", "podman runc");
     require_tool("runc", "runc");
@@ -127,12 +132,8 @@ fn assert_case(case: &Case) -> Output {
 /// The enabled cases: the container's probe reports this kernel's ABI.
 #[track_caller]
 fn assert_enabled(case: &Case) {
-    let host = strument_sandbox::probe();
-    assert!(
-        host.supported(),
-        "this kernel offers no Landlock ({:?}): the container tier's enabled cases need it",
-        host.error
-    );
+    // The enabled cases need this kernel's Landlock.
+    let host = require_landlock();
     let out = assert_case(case);
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert_eq!(fact(&stdout, "probe-exit"), "0", "{}", show(&out));
@@ -144,73 +145,81 @@ fn assert_enabled(case: &Case) {
     );
 }
 
-#[test]
-fn as_root_every_scenario_passes_where_bubblewrap_cannot_start() {
-    assert_enabled(&Case {
-        name: "root",
-        mode: "enabled",
-        uid: 0,
-        bwrap: Bwrap::CannotStart,
-    });
-}
+/// The container shares this kernel: its Landlock, then podman's.
+mod needs_landlock {
+    use super::*;
 
-#[test]
-fn as_an_ordinary_user_every_scenario_passes() {
-    assert_enabled(&Case {
-        name: "user",
-        mode: "enabled",
-        uid: 1500,
-        bwrap: Bwrap::Starts,
-    });
-}
+    /// Rootful podman containers (root, podman, runc).
+    mod needs_podman {
+        use super::*;
 
-#[test]
-fn under_dockers_profile_every_scenario_passes_where_bubblewrap_cannot_start() {
-    assert_enabled(&Case {
-        name: "docker",
-        mode: "enabled",
-        uid: 1500,
-        bwrap: Bwrap::CannotStart,
-    });
-}
+        #[test]
+        fn as_root_every_scenario_passes_where_bubblewrap_cannot_start() {
+            assert_enabled(&Case {
+                name: "root",
+                mode: "enabled",
+                uid: 0,
+                bwrap: Bwrap::CannotStart,
+            });
+        }
 
-/// The kernel has Landlock (the host's probe, beside the container's), the
-/// container's profile takes it away: `run` refuses and nothing runs.
-#[test]
-fn a_profile_without_landlock_makes_run_refuse() {
-    let host = strument_sandbox::probe();
-    assert!(
-        host.supported(),
-        "this kernel offers no Landlock ({:?}): the container's refusal would prove nothing",
-        host.error
-    );
-    let out = assert_case(&Case {
-        name: "no-landlock",
-        mode: "disabled",
-        uid: 1500,
-        bwrap: Bwrap::Starts,
-    });
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert_eq!(fact(&stdout, "probe-exit"), "3", "{}", show(&out));
-    // The profile's default errno is ENOSYS: the same answer as a kernel
-    // built without Landlock, and the probe cannot tell the two apart.
-    assert_eq!(
-        fact(&stdout, "probe: reason"),
-        "Landlock is not built into this kernel (ENOSYS)",
-        "{}",
-        show(&out)
-    );
-    assert_eq!(fact(&stdout, "probe: errno"), "38", "{}", show(&out));
-    // So the hint names the container's profile beside the kernel.
-    assert!(
-        fact(&stdout, "probe: hint").contains("a seccomp profile older than Landlock"),
-        "{}",
-        show(&out)
-    );
+        #[test]
+        fn as_an_ordinary_user_every_scenario_passes() {
+            assert_enabled(&Case {
+                name: "user",
+                mode: "enabled",
+                uid: 1500,
+                bwrap: Bwrap::Starts,
+            });
+        }
+
+        #[test]
+        fn under_dockers_profile_every_scenario_passes_where_bubblewrap_cannot_start() {
+            assert_enabled(&Case {
+                name: "docker",
+                mode: "enabled",
+                uid: 1500,
+                bwrap: Bwrap::CannotStart,
+            });
+        }
+
+        /// The kernel has Landlock (the host's probe, beside the container's), the
+        /// container's profile takes it away: `run` refuses and nothing runs.
+        #[test]
+        fn a_profile_without_landlock_makes_run_refuse() {
+            // Without this kernel's Landlock, the container's refusal would prove
+            // nothing.
+            require_landlock();
+            let out = assert_case(&Case {
+                name: "no-landlock",
+                mode: "disabled",
+                uid: 1500,
+                bwrap: Bwrap::Starts,
+            });
+            let stdout = String::from_utf8_lossy(&out.stdout);
+            assert_eq!(fact(&stdout, "probe-exit"), "3", "{}", show(&out));
+            // The profile's default errno is ENOSYS: the same answer as a kernel
+            // built without Landlock, and the probe cannot tell the two apart.
+            assert_eq!(
+                fact(&stdout, "probe: reason"),
+                "Landlock is not built into this kernel (ENOSYS)",
+                "{}",
+                show(&out)
+            );
+            assert_eq!(fact(&stdout, "probe: errno"), "38", "{}", show(&out));
+            // So the hint names the container's profile beside the kernel.
+            assert!(
+                fact(&stdout, "probe: hint").contains("a seccomp profile older than Landlock"),
+                "{}",
+                show(&out)
+            );
+        }
+    }
 }
 
 /// Without podman the tier fails, naming the packages: it never passes by
-/// running nothing. (The granted half: every test above, with podman.)
+/// running nothing. (The granted half: every test in `needs_podman`.)
+/// Needs only bash: runs in every profile.
 #[test]
 fn a_host_without_podman_fails_naming_the_packages() {
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/container/run-container.sh");

@@ -11,12 +11,12 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 use serde_json::Value;
-use strument_sandbox::probe;
 
-use super::kernel::copy_fixture;
+use super::support::copy_fixture;
 use super::support::{
     BIN, FakeHome, assert_exit, assert_success, output, require_tool, scratch_base, show,
 };
+use super::support::{Need, require, require_landlock};
 
 /// The ordinary user the tests run `run` as.
 const USER: u32 = 65534;
@@ -145,387 +145,398 @@ fn assert_ran_as_the_user(h: &FakeHome) {
     );
 }
 
-#[test]
-fn each_refused_write_is_named_with_the_allow_that_grants_it_for_an_ordinary_user() {
-    assert!(probe().supported(), "needs a kernel with Landlock");
-    let h = user_home();
-    // A lived-in home: ~/.config exists, so `mkdir -p` is refused one level in.
-    fs::create_dir_all(h.home.join(".config")).expect("mkdir ~/.config");
-    give_to_user(&h.home);
-    let script = "id -u > uid; touch ~/x; mkdir -p ~/.config/tool/sub; echo ok > inside; exit 3";
-    let out = run_as_user(&h, &[FLAG], &["sh", "-c", script], None, &[]);
-    assert_exit(&out, 3, "the command's own status passes through");
-    assert_ran_as_the_user(&h);
-    // Granted: the write inside the project landed.
-    assert_eq!(
-        fs::read_to_string(h.project.join("inside")).ok().as_deref(),
-        Some("ok\n")
-    );
-    // Refused, and named with the smallest root that would grant each.
-    let home = h.home.display();
-    let lines = refused_lines(&out);
-    let want = [
-        format!(
-            "refused creating {home}/x (touch: openat, EACCES): no root grants {home}, where \
-             it would be created; to allow it: --allow {home}"
-        ),
-        format!(
-            "refused creating the directory {home}/.config/tool (mkdir: mkdir \"tool\" in \
-             {home}/.config, EACCES)"
-        ),
-        format!(
-            "no root grants {home}/.config, where it would be created; to allow it: --allow \
-             {home}/.config"
-        ),
-    ];
-    for w in &want {
-        assert!(
-            lines.iter().any(|l| l.contains(w.as_str())),
-            "missing {w:?}\n{}",
-            show(&out)
-        );
-    }
-    assert_eq!(lines.len(), 2, "one line per refused write\n{}", show(&out));
-    assert!(!h.home.join("x").exists() && !h.home.join(".config/tool").exists());
-    h.assert_sentinels_intact();
-
-    // The same for programs: --json's last line lists them.
-    let out = run_as_user(&h, &[FLAG, "--json"], &["sh", "-c", script], None, &[]);
-    assert_exit(&out, 3, "the command's own status passes through");
-    let v = last_json(&out);
-    assert_eq!(v["exit"], 3);
-    let denials = v["denials"].as_array().expect("a denials list");
-    assert_eq!(denials.len(), 2, "{v}");
-    assert_eq!(denials[0]["operation"], "create");
-    assert_eq!(denials[0]["refused_by"], "sandbox");
-    assert_eq!(denials[0]["errno"], libc::EACCES);
-    assert_eq!(denials[0]["allow"][0], h.home.display().to_string());
-    assert_eq!(denials[1]["operation"], "make-dir");
-    assert_eq!(denials[1]["paths"][0]["given"], "tool");
-    assert_eq!(
-        denials[1]["paths"][0]["absolute"],
-        h.home.join(".config/tool").display().to_string()
-    );
-}
-
-#[test]
-fn renames_between_directories_in_the_project_report_nothing_and_one_out_of_it_is_named() {
-    require_tool("perl", "perl-base");
-    let h = user_home();
-    let script = "id -u > uid; mkdir -p a b/c; echo x > a/f; echo y > a/g; \
-                  mv a/f b/f; perl -e 'rename(\"a/g\", \"b/c/g\") or die \"$!\"'; \
-                  ln b/f a/link; ln -s ../b/f a/sym; mv b/c a/c; rm -r b; exit 0";
-    let out = run_as_user(&h, &[FLAG], &["sh", "-c", script], None, &[]);
-    assert_success(&out);
-    assert_ran_as_the_user(&h);
-    assert!(refused_lines(&out).is_empty(), "{}", show(&out));
-    assert!(
-        String::from_utf8_lossy(&out.stderr).contains("the sandbox refused no write"),
-        "{}",
-        show(&out)
-    );
-    // Granted: every move landed.
-    assert!(h.project.join("a/c/g").is_file() && h.project.join("a/link").is_file());
-    assert!(!h.project.join("b").exists());
-
-    // Refused: a rename out of the project (rename(2) itself, no copy).
-    let script = format!(
-        "perl -e 'rename(\"a/link\", \"{}/moved\") or die \"$!\"'",
-        h.home.display()
-    );
-    let out = run_as_user(&h, &[FLAG], &["sh", "-c", &script], None, &[]);
-    assert!(!out.status.success(), "{}", show(&out));
-    let home = h.home.display();
-    let want = format!(
-        "{home}/moved: no root grants {home}, where it would be created; to allow it: --allow {home}"
-    );
-    let lines = refused_lines(&out);
-    assert!(
-        lines.iter().any(|l| l.starts_with(&format!(
-            "strument-sandbox: refused moving {}/a/link to {home}/moved (perl: rename",
-            h.project.display()
-        )) && l.contains(&want)),
-        "{}",
-        show(&out)
-    );
-    assert!(h.project.join("a/link").is_file() && !h.home.join("moved").exists());
-}
-
-#[test]
-fn a_cargo_build_reports_only_its_tracker_journal_and_on_abi_1_its_moves_are_named() {
-    require_tool("cargo", "cargo");
-    assert!(
-        probe().abi > 1,
-        "needs Landlock above ABI 1, to cap it at 1"
-    );
-    let h = FakeHome::new();
-    let crate_dir = h.project.join("cargo-hello");
-    copy_fixture("cargo-hello", &crate_dir);
-    // The dependency, fetched unconfined (and as root) into the fake home's
-    // CARGO_HOME, then the home handed to the user.
-    let mut fetch = Command::new("cargo");
-    h.env(&mut fetch);
-    fetch.args(["fetch", "--locked", "--manifest-path"]);
-    fetch.arg(crate_dir.join("Cargo.toml"));
-    assert_success(&output(&mut fetch));
-    // As on a machine where cargo first runs under the sandbox: `run`
-    // creates the tracker's database empty, and cargo fills it in.
-    fs::remove_file(h.home.join(".cargo/.global-cache")).expect("cargo fetch made .global-cache");
-    give_to_user(&h.home);
-    let sysroot = output(Command::new("rustc").args(["--print", "sysroot"]));
-    assert_success(&sysroot);
-    let sysroot = PathBuf::from(String::from_utf8_lossy(&sysroot.stdout).trim());
-    let manifest = crate_dir.join("Cargo.toml");
-    let manifest = manifest.to_str().expect("a UTF-8 path");
-    let build = [
-        "sh",
-        "-c",
-        "id -u > uid; exec cargo build --offline --locked --manifest-path \"$0\"",
-        manifest,
-    ];
-    let cap = "STRUMENT_SANDBOX_TEST_ABI_CAP";
-
-    let journal = h.home.join(".cargo/.global-cache-journal");
-    let journal_line = format!(
-        "strument-sandbox: refused creating {} (cargo: openat, EACCES): no root grants {}, where \
-         it would be created",
-        journal.display(),
-        h.home.join(".cargo").display()
-    );
-
-    // Refused on ABI 1: rustc moves its outputs between directories, and
-    // each move is named as the sandbox's, not the file system's.
-    let out = run_as_user(&h, &[FLAG], &build, Some(&sysroot), &[(cap, "1")]);
-    assert_exit(&out, 101, "cargo build on ABI 1");
-    assert_ran_as_the_user(&h);
-    let moves: Vec<String> = refused_lines(&out)
-        .into_iter()
-        .filter(|l| !l.starts_with(&journal_line))
-        .collect();
-    assert!(
-        !moves.is_empty()
-            && moves.iter().all(|l| l.contains("refused moving ")
-                && l.contains(", EXDEV): both ends are writable (granted by ")
-                && l.contains("Landlock ABI 1 refuses every move to another directory")),
-        "{}",
-        show(&out)
-    );
-
-    // Granted on this kernel's own ABI: the build passes, and the one write
-    // refused is cargo's last-use tracker's journal beside ~/.cargo/bin,
-    // which no root may grant (doc/explain.md); every other write landed.
-    fs::remove_dir_all(crate_dir.join("target")).expect("a clean build");
-    let out = run_as_user(&h, &[FLAG], &build, Some(&sysroot), &[]);
-    assert_success(&out);
-    let lines = refused_lines(&out);
-    let want = &journal_line;
-    assert!(
-        !lines.is_empty() && lines.iter().all(|l| l.starts_with(want.as_str())),
-        "{}",
-        show(&out)
-    );
-    assert!(crate_dir.join("target/debug/cargo-hello").is_file());
-    h.assert_sentinels_intact();
-}
-
-#[test]
-fn the_file_system_s_own_refusals_are_named_as_its_not_the_sandbox_s() {
-    let h = user_home();
-    let script = "id -u > uid; mkdir locked; chmod 555 locked; touch locked/x; touch /etc/x; \
-                  touch ~/y; touch granted; exit 0";
-    let out = run_as_user(&h, &[FLAG], &["sh", "-c", script], None, &[]);
-    assert_success(&out);
-    assert_ran_as_the_user(&h);
-    let lines = refused_lines(&out);
-    let project = h.project.display();
-    let home = h.home.display();
-    let fs = "the file system itself refuses it (owner and mode, a read-only mount, an \
-              immutable file), confined or not";
-    for want in [
-        // The sandbox's own refusal comes first: what an --allow changes.
-        format!("refused creating {home}/y (touch: openat, EACCES): no root grants {home}"),
-        format!(
-            "refused creating {project}/locked/x (touch: openat \"locked/x\" in {project}/locked, \
-             EACCES): not the sandbox ({project} grants it): {fs}"
-        ),
-        format!(
-            "refused creating /etc/x (touch: openat, EACCES): not the sandbox (outside the roots \
-             too): {fs}"
-        ),
-    ] {
-        assert!(
-            lines.iter().any(|l| l.contains(&want)),
-            "missing {want:?}\n{}",
-            show(&out)
-        );
-    }
-    assert!(lines[0].contains(&format!("{home}/y")), "{}", show(&out));
-    // Removing a file outside: the directory it is in is what to allow.
-    let out = run_as_user(
-        &h,
-        &[FLAG],
-        &["rm", "-f", "--", &format!("{home}/Documents/thesis.txt")],
-        None,
-        &[],
-    );
-    assert!(!out.status.success(), "{}", show(&out));
-    let want = format!(
-        "refused removing {home}/Documents/thesis.txt (rm: unlinkat, EACCES): no root grants \
-         {home}/Documents, the directory it is in; to allow it: --allow {home}/Documents"
-    );
-    assert!(
-        refused_lines(&out).iter().any(|l| l.contains(&want)),
-        "missing {want:?}\n{}",
-        show(&out)
-    );
-    h.assert_sentinels_intact();
-    // Granted: the write beside them landed.
-    assert!(h.project.join("granted").is_file());
-}
-
-#[test]
-fn a_write_to_a_place_refused_on_purpose_says_why_instead_of_an_allow() {
-    let h = user_home();
-    let tool = h.home.join(".cargo/bin/tool");
-    let script = format!(
-        "id -u > uid; echo evil >> '{}'; echo granted > granted",
-        tool.display()
-    );
-    let out = run_as_user(&h, &[FLAG, "--json"], &["sh", "-c", &script], None, &[]);
-    assert_success(&out);
-    assert_ran_as_the_user(&h);
-    let v = last_json(&out);
-    let denials = v["denials"].as_array().expect("a denials list");
-    assert_eq!(denials.len(), 1, "{v}");
-    let line = denials[0]["line"].as_str().unwrap_or_default();
-    assert!(
-        line.starts_with(&format!("refused writing {} (sh: openat, EACCES): refused on purpose: {} is where `cargo install` puts programs", tool.display(), h.home.join(".cargo/bin").display())),
-        "{line}"
-    );
-    assert!(!line.contains("--allow"), "{line}");
-    assert_eq!(denials[0]["allow"], serde_json::json!([]), "{v}");
-    assert_eq!(denials[0]["refused_by"], "sandbox");
-    // Granted: the write beside it landed; the refused one did not.
-    assert!(h.project.join("granted").is_file());
-    h.assert_sentinels_intact();
-}
-
-#[test]
-fn a_process_the_command_leaves_running_is_waited_for_and_its_refusals_named() {
-    let h = user_home();
-    let out = run_as_user(
-        &h,
-        &[FLAG],
-        &[
-            "sh",
-            "-c",
-            "(sleep 0.5; touch ~/late; touch later) & id -u > uid; exit 4",
-        ],
-        None,
-        &[],
-    );
-    assert_exit(
-        &out,
-        4,
-        "the command's own status, not its background child's",
-    );
-    assert_ran_as_the_user(&h);
-    assert!(
-        h.project.join("later").is_file(),
-        "the background child was cut short"
-    );
-    let home = h.home.display();
-    assert!(
-        refused_lines(&out).iter().any(|l| l.contains(&format!(
-            "refused creating {home}/late (touch: openat, EACCES)"
-        ))),
-        "{}",
-        show(&out)
-    );
-}
-
-#[test]
-fn a_debugger_inside_cannot_attach_and_says_so_while_it_can_without_the_flag() {
-    require_tool("strace", "strace");
-    let h = user_home();
-    let argv = ["strace", "-o", "/dev/null", "sh", "-c", "id -u > uid"];
-    let out = run_as_user(&h, &[FLAG], &argv, None, &[]);
-    assert!(!out.status.success(), "{}", show(&out));
-    assert!(
-        String::from_utf8_lossy(&out.stderr).contains("Operation not permitted"),
-        "{}",
-        show(&out)
-    );
-    assert!(!h.project.join("uid").exists());
-    let out = run_as_user(&h, &[], &argv, None, &[]);
-    assert_success(&out);
-    assert_ran_as_the_user(&h);
-}
-
-#[test]
-fn run_without_the_flag_changes_nothing_in_status_or_output() {
-    let h = FakeHome::new();
-    let out = h.sh("echo out; echo err >&2; { echo evil > ~/.bashrc; } 2>/dev/null; exit 7");
-    assert_eq!(out.status.code(), Some(7), "{}", show(&out));
-    assert_eq!(String::from_utf8_lossy(&out.stdout), "out\n");
-    assert_eq!(String::from_utf8_lossy(&out.stderr), "err\n");
-    h.assert_sentinels_intact();
-    // With the flag, the command's output is untouched and one line follows.
-    let out = h.run(&[OsStr::new(FLAG)], &["sh", "-c", "echo out; echo err >&2"]);
-    assert_success(&out);
-    assert_eq!(String::from_utf8_lossy(&out.stdout), "out\n");
-    assert_eq!(
-        String::from_utf8_lossy(&out.stderr),
-        "err\nstrument-sandbox: the sandbox refused no write\n"
-    );
-}
-
 /// Single-quoted for the shell.
 fn quoted(path: &Path) -> String {
     format!("'{}'", path.display().to_string().replace('\'', r"'\''"))
 }
 
-#[test]
-fn ctrl_z_fg_and_ctrl_c_still_work_on_a_traced_command() {
-    require_tool("bash", "bash");
-    let python = require_tool("python3", "python3");
-    let h = FakeHome::new();
-    let run = format!(
-        "{} run --project {} {FLAG} --",
-        quoted(Path::new(BIN)),
-        quoted(&h.project)
-    );
-    let steps = serde_json::json!([
-        {
-            "send": format!("{run} sh -c 'sleep 2; touch ~/y; echo resumed-$((1+1))'\n"),
-            "expect": null,
-        },
-        { "send": "\u{1a}", "pause": 1.0, "expect": "Stopped" },
-        { "send": "fg\n", "pause": 0.5, "expect": "resumed-2" },
-        { "send": "echo status-$((40+2))=$?\n", "expect": "status-42=" },
-        { "send": format!("{run} sleep 30\n"), "expect": null },
-        { "send": "\u{3}", "pause": 1.5, "expect": null },
-        { "send": "echo status-$((40+3))=$?\n", "expect": "status-43=" },
-    ]);
-    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/pty-shell.py");
-    let mut cmd = Command::new(python);
-    cmd.arg(fixture).arg(steps.to_string());
-    h.env(&mut cmd);
-    cmd.env("PS1", "$ ").env("TERM", "dumb");
-    let out = output(&mut cmd);
-    let transcript = String::from_utf8_lossy(&out.stdout);
-    assert!(out.status.success(), "{}", show(&out));
-    // Stopped and resumed: the command finished its work after `fg`, and
-    // its refusal after the stop was still seen.
-    assert!(transcript.contains("status-42=0"), "{transcript}");
-    assert!(
-        transcript.contains(&format!(
-            "refused creating {}/y (touch: openat, EACCES)",
+mod needs_landlock {
+    use super::*;
+
+    #[test]
+    fn each_refused_write_is_named_with_the_allow_that_grants_it_for_an_ordinary_user() {
+        require_landlock();
+        let h = user_home();
+        // A lived-in home: ~/.config exists, so `mkdir -p` is refused one level in.
+        fs::create_dir_all(h.home.join(".config")).expect("mkdir ~/.config");
+        give_to_user(&h.home);
+        let script =
+            "id -u > uid; touch ~/x; mkdir -p ~/.config/tool/sub; echo ok > inside; exit 3";
+        let out = run_as_user(&h, &[FLAG], &["sh", "-c", script], None, &[]);
+        assert_exit(&out, 3, "the command's own status passes through");
+        assert_ran_as_the_user(&h);
+        // Granted: the write inside the project landed.
+        assert_eq!(
+            fs::read_to_string(h.project.join("inside")).ok().as_deref(),
+            Some("ok\n")
+        );
+        // Refused, and named with the smallest root that would grant each.
+        let home = h.home.display();
+        let lines = refused_lines(&out);
+        let want = [
+            format!(
+                "refused creating {home}/x (touch: openat, EACCES): no root grants {home}, where \
+             it would be created; to allow it: --allow {home}"
+            ),
+            format!(
+                "refused creating the directory {home}/.config/tool (mkdir: mkdir \"tool\" in \
+             {home}/.config, EACCES)"
+            ),
+            format!(
+                "no root grants {home}/.config, where it would be created; to allow it: --allow \
+             {home}/.config"
+            ),
+        ];
+        for w in &want {
+            assert!(
+                lines.iter().any(|l| l.contains(w.as_str())),
+                "missing {w:?}\n{}",
+                show(&out)
+            );
+        }
+        assert_eq!(lines.len(), 2, "one line per refused write\n{}", show(&out));
+        assert!(!h.home.join("x").exists() && !h.home.join(".config/tool").exists());
+        h.assert_sentinels_intact();
+
+        // The same for programs: --json's last line lists them.
+        let out = run_as_user(&h, &[FLAG, "--json"], &["sh", "-c", script], None, &[]);
+        assert_exit(&out, 3, "the command's own status passes through");
+        let v = last_json(&out);
+        assert_eq!(v["exit"], 3);
+        let denials = v["denials"].as_array().expect("a denials list");
+        assert_eq!(denials.len(), 2, "{v}");
+        assert_eq!(denials[0]["operation"], "create");
+        assert_eq!(denials[0]["refused_by"], "sandbox");
+        assert_eq!(denials[0]["errno"], libc::EACCES);
+        assert_eq!(denials[0]["allow"][0], h.home.display().to_string());
+        assert_eq!(denials[1]["operation"], "make-dir");
+        assert_eq!(denials[1]["paths"][0]["given"], "tool");
+        assert_eq!(
+            denials[1]["paths"][0]["absolute"],
+            h.home.join(".config/tool").display().to_string()
+        );
+    }
+
+    #[test]
+    fn renames_between_directories_in_the_project_report_nothing_and_one_out_of_it_is_named() {
+        require_tool("perl", "perl-base");
+        let h = user_home();
+        let script = "id -u > uid; mkdir -p a b/c; echo x > a/f; echo y > a/g; \
+                  mv a/f b/f; perl -e 'rename(\"a/g\", \"b/c/g\") or die \"$!\"'; \
+                  ln b/f a/link; ln -s ../b/f a/sym; mv b/c a/c; rm -r b; exit 0";
+        let out = run_as_user(&h, &[FLAG], &["sh", "-c", script], None, &[]);
+        assert_success(&out);
+        assert_ran_as_the_user(&h);
+        assert!(refused_lines(&out).is_empty(), "{}", show(&out));
+        assert!(
+            String::from_utf8_lossy(&out.stderr).contains("the sandbox refused no write"),
+            "{}",
+            show(&out)
+        );
+        // Granted: every move landed.
+        assert!(h.project.join("a/c/g").is_file() && h.project.join("a/link").is_file());
+        assert!(!h.project.join("b").exists());
+
+        // Refused: a rename out of the project (rename(2) itself, no copy).
+        let script = format!(
+            "perl -e 'rename(\"a/link\", \"{}/moved\") or die \"$!\"'",
             h.home.display()
-        )),
-        "{transcript}"
+        );
+        let out = run_as_user(&h, &[FLAG], &["sh", "-c", &script], None, &[]);
+        assert!(!out.status.success(), "{}", show(&out));
+        let home = h.home.display();
+        let want = format!(
+            "{home}/moved: no root grants {home}, where it would be created; to allow it: --allow {home}"
+        );
+        let lines = refused_lines(&out);
+        assert!(
+            lines.iter().any(|l| l.starts_with(&format!(
+                "strument-sandbox: refused moving {}/a/link to {home}/moved (perl: rename",
+                h.project.display()
+            )) && l.contains(&want)),
+            "{}",
+            show(&out)
+        );
+        assert!(h.project.join("a/link").is_file() && !h.home.join("moved").exists());
+    }
+
+    #[test]
+    fn the_file_system_s_own_refusals_are_named_as_its_not_the_sandbox_s() {
+        let h = user_home();
+        let script = "id -u > uid; mkdir locked; chmod 555 locked; touch locked/x; touch /etc/x; \
+                  touch ~/y; touch granted; exit 0";
+        let out = run_as_user(&h, &[FLAG], &["sh", "-c", script], None, &[]);
+        assert_success(&out);
+        assert_ran_as_the_user(&h);
+        let lines = refused_lines(&out);
+        let project = h.project.display();
+        let home = h.home.display();
+        let fs = "the file system itself refuses it (owner and mode, a read-only mount, an \
+              immutable file), confined or not";
+        for want in [
+            // The sandbox's own refusal comes first: what an --allow changes.
+            format!("refused creating {home}/y (touch: openat, EACCES): no root grants {home}"),
+            format!(
+                "refused creating {project}/locked/x (touch: openat \"locked/x\" in {project}/locked, \
+             EACCES): not the sandbox ({project} grants it): {fs}"
+            ),
+            format!(
+                "refused creating /etc/x (touch: openat, EACCES): not the sandbox (outside the roots \
+             too): {fs}"
+            ),
+        ] {
+            assert!(
+                lines.iter().any(|l| l.contains(&want)),
+                "missing {want:?}\n{}",
+                show(&out)
+            );
+        }
+        assert!(lines[0].contains(&format!("{home}/y")), "{}", show(&out));
+        // Removing a file outside: the directory it is in is what to allow.
+        let out = run_as_user(
+            &h,
+            &[FLAG],
+            &["rm", "-f", "--", &format!("{home}/Documents/thesis.txt")],
+            None,
+            &[],
+        );
+        assert!(!out.status.success(), "{}", show(&out));
+        let want = format!(
+            "refused removing {home}/Documents/thesis.txt (rm: unlinkat, EACCES): no root grants \
+         {home}/Documents, the directory it is in; to allow it: --allow {home}/Documents"
+        );
+        assert!(
+            refused_lines(&out).iter().any(|l| l.contains(&want)),
+            "missing {want:?}\n{}",
+            show(&out)
+        );
+        h.assert_sentinels_intact();
+        // Granted: the write beside them landed.
+        assert!(h.project.join("granted").is_file());
+    }
+
+    #[test]
+    fn a_write_to_a_place_refused_on_purpose_says_why_instead_of_an_allow() {
+        let h = user_home();
+        let tool = h.home.join(".cargo/bin/tool");
+        let script = format!(
+            "id -u > uid; echo evil >> '{}'; echo granted > granted",
+            tool.display()
+        );
+        let out = run_as_user(&h, &[FLAG, "--json"], &["sh", "-c", &script], None, &[]);
+        assert_success(&out);
+        assert_ran_as_the_user(&h);
+        let v = last_json(&out);
+        let denials = v["denials"].as_array().expect("a denials list");
+        assert_eq!(denials.len(), 1, "{v}");
+        let line = denials[0]["line"].as_str().unwrap_or_default();
+        assert!(
+        line.starts_with(&format!("refused writing {} (sh: openat, EACCES): refused on purpose: {} is where `cargo install` puts programs", tool.display(), h.home.join(".cargo/bin").display())),
+        "{line}"
     );
-    // Interrupted: the traced sleep died of the terminal's SIGINT.
-    assert!(transcript.contains("status-43=130"), "{transcript}");
-    h.assert_sentinels_intact();
+        assert!(!line.contains("--allow"), "{line}");
+        assert_eq!(denials[0]["allow"], serde_json::json!([]), "{v}");
+        assert_eq!(denials[0]["refused_by"], "sandbox");
+        // Granted: the write beside it landed; the refused one did not.
+        assert!(h.project.join("granted").is_file());
+        h.assert_sentinels_intact();
+    }
+
+    #[test]
+    fn a_process_the_command_leaves_running_is_waited_for_and_its_refusals_named() {
+        let h = user_home();
+        let out = run_as_user(
+            &h,
+            &[FLAG],
+            &[
+                "sh",
+                "-c",
+                "(sleep 0.5; touch ~/late; touch later) & id -u > uid; exit 4",
+            ],
+            None,
+            &[],
+        );
+        assert_exit(
+            &out,
+            4,
+            "the command's own status, not its background child's",
+        );
+        assert_ran_as_the_user(&h);
+        assert!(
+            h.project.join("later").is_file(),
+            "the background child was cut short"
+        );
+        let home = h.home.display();
+        assert!(
+            refused_lines(&out).iter().any(|l| l.contains(&format!(
+                "refused creating {home}/late (touch: openat, EACCES)"
+            ))),
+            "{}",
+            show(&out)
+        );
+    }
+
+    #[test]
+    fn a_debugger_inside_cannot_attach_and_says_so_while_it_can_without_the_flag() {
+        require_tool("strace", "strace");
+        let h = user_home();
+        let argv = ["strace", "-o", "/dev/null", "sh", "-c", "id -u > uid"];
+        let out = run_as_user(&h, &[FLAG], &argv, None, &[]);
+        assert!(!out.status.success(), "{}", show(&out));
+        assert!(
+            String::from_utf8_lossy(&out.stderr).contains("Operation not permitted"),
+            "{}",
+            show(&out)
+        );
+        assert!(!h.project.join("uid").exists());
+        let out = run_as_user(&h, &[], &argv, None, &[]);
+        assert_success(&out);
+        assert_ran_as_the_user(&h);
+    }
+
+    #[test]
+    fn run_without_the_flag_changes_nothing_in_status_or_output() {
+        let h = FakeHome::new();
+        let out = h.sh("echo out; echo err >&2; { echo evil > ~/.bashrc; } 2>/dev/null; exit 7");
+        assert_eq!(out.status.code(), Some(7), "{}", show(&out));
+        assert_eq!(String::from_utf8_lossy(&out.stdout), "out\n");
+        assert_eq!(String::from_utf8_lossy(&out.stderr), "err\n");
+        h.assert_sentinels_intact();
+        // With the flag, the command's output is untouched and one line follows.
+        let out = h.run(&[OsStr::new(FLAG)], &["sh", "-c", "echo out; echo err >&2"]);
+        assert_success(&out);
+        assert_eq!(String::from_utf8_lossy(&out.stdout), "out\n");
+        assert_eq!(
+            String::from_utf8_lossy(&out.stderr),
+            "err\nstrument-sandbox: the sandbox refused no write\n"
+        );
+    }
+
+    #[test]
+    fn ctrl_z_fg_and_ctrl_c_still_work_on_a_traced_command() {
+        require_tool("bash", "bash");
+        let python = require_tool("python3", "python3");
+        let h = FakeHome::new();
+        let run = format!(
+            "{} run --project {} {FLAG} --",
+            quoted(Path::new(BIN)),
+            quoted(&h.project)
+        );
+        let steps = serde_json::json!([
+            {
+                "send": format!("{run} sh -c 'sleep 2; touch ~/y; echo resumed-$((1+1))'\n"),
+                "expect": null,
+            },
+            { "send": "\u{1a}", "pause": 1.0, "expect": "Stopped" },
+            { "send": "fg\n", "pause": 0.5, "expect": "resumed-2" },
+            { "send": "echo status-$((40+2))=$?\n", "expect": "status-42=" },
+            { "send": format!("{run} sleep 30\n"), "expect": null },
+            { "send": "\u{3}", "pause": 1.5, "expect": null },
+            { "send": "echo status-$((40+3))=$?\n", "expect": "status-43=" },
+        ]);
+        let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/pty-shell.py");
+        let mut cmd = Command::new(python);
+        cmd.arg(fixture).arg(steps.to_string());
+        h.env(&mut cmd);
+        cmd.env("PS1", "$ ").env("TERM", "dumb");
+        let out = output(&mut cmd);
+        let transcript = String::from_utf8_lossy(&out.stdout);
+        assert!(out.status.success(), "{}", show(&out));
+        // Stopped and resumed: the command finished its work after `fg`, and
+        // its refusal after the stop was still seen.
+        assert!(transcript.contains("status-42=0"), "{transcript}");
+        assert!(
+            transcript.contains(&format!(
+                "refused creating {}/y (touch: openat, EACCES)",
+                h.home.display()
+            )),
+            "{transcript}"
+        );
+        // Interrupted: the traced sleep died of the terminal's SIGINT.
+        assert!(transcript.contains("status-43=130"), "{transcript}");
+        h.assert_sentinels_intact();
+    }
+
+    mod needs_network {
+        use super::*;
+
+        #[test]
+        fn a_cargo_build_reports_only_its_tracker_journal_and_on_abi_1_its_moves_are_named() {
+            require(Need::Network);
+            require_tool("cargo", "cargo");
+            assert!(
+                require_landlock().abi > 1,
+                "needs Landlock above ABI 1, to cap it at 1"
+            );
+            let h = FakeHome::new();
+            let crate_dir = h.project.join("cargo-hello");
+            copy_fixture("cargo-hello", &crate_dir);
+            // The dependency, fetched unconfined (and as root) into the fake home's
+            // CARGO_HOME, then the home handed to the user.
+            let mut fetch = Command::new("cargo");
+            h.env(&mut fetch);
+            fetch.args(["fetch", "--locked", "--manifest-path"]);
+            fetch.arg(crate_dir.join("Cargo.toml"));
+            assert_success(&output(&mut fetch));
+            // As on a machine where cargo first runs under the sandbox: `run`
+            // creates the tracker's database empty, and cargo fills it in.
+            fs::remove_file(h.home.join(".cargo/.global-cache"))
+                .expect("cargo fetch made .global-cache");
+            give_to_user(&h.home);
+            let sysroot = output(Command::new("rustc").args(["--print", "sysroot"]));
+            assert_success(&sysroot);
+            let sysroot = PathBuf::from(String::from_utf8_lossy(&sysroot.stdout).trim());
+            let manifest = crate_dir.join("Cargo.toml");
+            let manifest = manifest.to_str().expect("a UTF-8 path");
+            let build = [
+                "sh",
+                "-c",
+                "id -u > uid; exec cargo build --offline --locked --manifest-path \"$0\"",
+                manifest,
+            ];
+            let cap = "STRUMENT_SANDBOX_TEST_ABI_CAP";
+
+            let journal = h.home.join(".cargo/.global-cache-journal");
+            let journal_line = format!(
+                "strument-sandbox: refused creating {} (cargo: openat, EACCES): no root grants {}, where \
+         it would be created",
+                journal.display(),
+                h.home.join(".cargo").display()
+            );
+
+            // Refused on ABI 1: rustc moves its outputs between directories, and
+            // each move is named as the sandbox's, not the file system's.
+            let out = run_as_user(&h, &[FLAG], &build, Some(&sysroot), &[(cap, "1")]);
+            assert_exit(&out, 101, "cargo build on ABI 1");
+            assert_ran_as_the_user(&h);
+            let moves: Vec<String> = refused_lines(&out)
+                .into_iter()
+                .filter(|l| !l.starts_with(&journal_line))
+                .collect();
+            assert!(
+                !moves.is_empty()
+                    && moves.iter().all(|l| l.contains("refused moving ")
+                        && l.contains(", EXDEV): both ends are writable (granted by ")
+                        && l.contains("Landlock ABI 1 refuses every move to another directory")),
+                "{}",
+                show(&out)
+            );
+
+            // Granted on this kernel's own ABI: the build passes, and the one write
+            // refused is cargo's last-use tracker's journal beside ~/.cargo/bin,
+            // which no root may grant (doc/explain.md); every other write landed.
+            fs::remove_dir_all(crate_dir.join("target")).expect("a clean build");
+            let out = run_as_user(&h, &[FLAG], &build, Some(&sysroot), &[]);
+            assert_success(&out);
+            let lines = refused_lines(&out);
+            let want = &journal_line;
+            assert!(
+                !lines.is_empty() && lines.iter().all(|l| l.starts_with(want.as_str())),
+                "{}",
+                show(&out)
+            );
+            assert!(crate_dir.join("target/debug/cargo-hello").is_file());
+            h.assert_sentinels_intact();
+        }
+    }
 }

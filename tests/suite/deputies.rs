@@ -12,6 +12,8 @@ use std::process::{Child, Command, Stdio};
 use serde_json::Value;
 use strument_sandbox::Policy;
 
+use super::support::require_landlock;
+use super::support::test_name;
 use super::support::{BIN, FakeHome, assert_stdout, assert_success, output, require_tool, show};
 
 fn fixture(name: &str) -> PathBuf {
@@ -97,76 +99,7 @@ fn assert_injection_refused(h: &FakeHome, confined: impl Fn(&Path) -> String) {
     h.assert_sentinels_intact();
 }
 
-#[test]
-fn a_command_under_run_cannot_type_into_the_shell_that_started_it() {
-    let h = FakeHome::new();
-    let run = format!(
-        "{} run --project {} --",
-        quoted(Path::new(BIN)),
-        quoted(&h.project)
-    );
-    assert_injection_refused(&h, |marker| format!("{run} {}", injector(marker)));
-}
-
 const INJECT_HELPER: &str = "STRUMENT_SANDBOX_TEST_INJECT";
-
-#[test]
-fn a_command_under_prepared_confine_cannot_type_into_the_shell() {
-    // In the shell on the terminal, this same test runs again as the
-    // helper: it confines the injector with Prepared::confine and waits.
-    if let Some(marker) = std::env::var_os(INJECT_HELPER) {
-        let project = std::env::var_os("STRUMENT_SANDBOX_TEST_PROJECT").expect("project");
-        let prepared = Policy {
-            writable: vec![PathBuf::from(project).into()],
-            ..Policy::default()
-        }
-        .prepare()
-        .expect("prepare");
-        let mut cmd = Command::new(python());
-        cmd.arg(fixture("deputy.py"))
-            .arg("inject")
-            .arg(format!("touch {}", Path::new(&marker).display()));
-        prepared.confine(&mut cmd);
-        let status = cmd.status().expect("spawn the confined injector");
-        assert!(status.success());
-        return;
-    }
-    let h = FakeHome::new();
-    let exe = std::env::current_exe().expect("this test binary");
-    assert_injection_refused(&h, |marker| {
-        format!(
-            "{INJECT_HELPER}={} STRUMENT_SANDBOX_TEST_PROJECT={} {} \
-             suite::deputies::a_command_under_prepared_confine_cannot_type_into_the_shell \
-             --exact --nocapture --test-threads=1 --quiet",
-            quoted(marker),
-            quoted(&h.project),
-            quoted(&exe)
-        )
-    });
-}
-
-#[test]
-fn ctrl_c_still_interrupts_a_confined_command_started_from_the_shell() {
-    let h = FakeHome::new();
-    let started = std::time::Instant::now();
-    let steps = serde_json::json!([
-        {
-            "send": format!("{} run --project {} -- sleep 30\n", quoted(Path::new(BIN)), quoted(&h.project)),
-            "expect": null,
-        },
-        { "send": "\u{3}", "pause": 1.5, "expect": null },
-        { "send": "echo status-$((40+2))=$?\n", "expect": "status-42=" },
-    ]);
-    let transcript = on_a_terminal(&h, &steps);
-    assert!(
-        transcript.contains("status-42=130"),
-        "the confined sleep did not die of SIGINT (128 + 2)\n{transcript}"
-    );
-    assert!(
-        started.elapsed() < std::time::Duration::from_secs(25),
-        "Ctrl-C did not interrupt the 30 s sleep"
-    );
-}
 
 /// A deputy outside the sandbox, listening on an abstract socket.
 struct Deputy(Child);
@@ -215,122 +148,197 @@ fn ask(h: &FakeHome, flags: &[&OsStr], name: &str, path: &Path) -> String {
     String::from_utf8_lossy(&out.stdout).trim().to_owned()
 }
 
-#[test]
-fn a_deputy_outside_on_an_abstract_socket_is_refused_and_one_inside_works() {
-    let h = FakeHome::new();
-    let name = format!("strument-sandbox-test-deputy-{}", std::process::id());
-    let _deputy = Deputy::start(&name);
-    // Granted half: the deputy does write outside the roots for whoever
-    // asks unconfined.
-    let free = h.home.join("written-for-an-unconfined-client");
-    let out = output(
-        Command::new(python())
-            .arg(fixture("deputy.py"))
-            .args(["ask", &name])
-            .arg(&free),
-    );
-    assert_eq!(
-        String::from_utf8_lossy(&out.stdout).trim(),
-        "ok",
-        "{}",
-        show(&out)
-    );
-    assert!(free.exists());
-    // Refused: the same request from inside the sandbox (scope, ABI 6).
-    let outside = h.home.join("written-for-a-confined-client");
-    let answer = ask(&h, &[], &name, &outside);
-    assert_eq!(answer, format!("refused: errno {}", libc::EPERM));
-    assert!(!outside.exists(), "the deputy wrote for a confined command");
-    // Granted: a deputy started inside the same sandbox is reachable.
-    let inside = h.project.join("written-by-a-deputy-inside");
-    let inner = format!("{name}-inside");
-    let script = format!(
-        "{py} {fx} serve {inner} >/dev/null & {py} {fx} ask {inner} {path}; kill $!",
-        py = quoted(&python()),
-        fx = quoted(&fixture("deputy.py")),
-        path = quoted(&inside)
-    );
-    assert_stdout(&h.sh(&script), "ok");
-    assert_eq!(
-        fs::read_to_string(&inside).expect("the inside deputy wrote"),
-        "deputy was here\n"
-    );
-    h.assert_sentinels_intact();
-}
+mod needs_landlock {
+    use super::*;
 
-// Below ABI 6 and for pathname services (tmux, the session bus) on every
-// kernel, the connect supervisor refuses: tests/suite/supervisor.rs.
-
-#[test]
-fn a_later_run_can_stop_a_server_an_earlier_run_started() {
-    // The signal scope is deliberately not asked for (doc/security.md):
-    // each run is its own Landlock domain, and with the scope a second
-    // command could not stop a server the first one started.
-    let h = FakeHome::new();
-    let pidfile = h.project.join("server.pid");
-    let out = h.sh(&format!(
-        "sleep 60 >/dev/null 2>&1 & echo $! > {}",
-        quoted(&pidfile)
-    ));
-    assert_success(&out);
-    let pid = fs::read_to_string(&pidfile).expect("pid file");
-    let pid = pid.trim();
-    let out = h.run(&[], &["kill", pid]);
-    assert_success(&out);
-    // Gone (or a zombie reparented to init, reaped shortly).
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
-    while Path::new(&format!("/proc/{pid}/cmdline")).exists()
-        && fs::read(format!("/proc/{pid}/cmdline")).is_ok_and(|c| !c.is_empty())
-        && std::time::Instant::now() < deadline
-    {
-        std::thread::sleep(std::time::Duration::from_millis(50));
+    #[test]
+    fn a_command_under_run_cannot_type_into_the_shell_that_started_it() {
+        let h = FakeHome::new();
+        let run = format!(
+            "{} run --project {} --",
+            quoted(Path::new(BIN)),
+            quoted(&h.project)
+        );
+        assert_injection_refused(&h, |marker| format!("{run} {}", injector(marker)));
     }
-    assert!(
-        fs::read(format!("/proc/{pid}/cmdline")).map_or(true, |c| c.is_empty()),
-        "the server started by the first run is still running"
-    );
-}
 
-#[test]
-fn with_the_signal_scope_a_later_command_could_not_stop_that_server() {
-    // The evidence for leaving the signal scope out: a domain that asks for
-    // it cannot signal a process started outside it, which is what a
-    // server started by an earlier command is (each run its own domain).
-    super::support::in_child(
-        "suite::deputies::with_the_signal_scope_a_later_command_could_not_stop_that_server",
-        || {
-            use landlock::{ABI, AccessFs, Ruleset, RulesetAttr, Scope};
-            // Started before the domain exists: outside it. It ends by itself
-            // (this domain may not even kill it), and this process exits first.
-            #[allow(clippy::zombie_processes)]
-            let server = Command::new("sleep")
-                .arg("10")
-                .stdout(Stdio::null())
-                .stderr(Stdio::null())
-                .spawn()
-                .expect("start a stand-in server");
-            Ruleset::default()
-                .handle_access(AccessFs::from_write(ABI::V3))
-                .and_then(|r| r.scope(Scope::Signal))
-                .and_then(Ruleset::create)
-                .and_then(|r| r.restrict_self())
-                .expect("a domain with the signal scope (ABI 6)");
-            let out = output(Command::new("kill").arg(server.id().to_string()));
-            assert!(!out.status.success(), "kill got through the signal scope");
-            assert!(
-                String::from_utf8_lossy(&out.stderr).contains("not permitted"),
-                "{}",
-                show(&out)
-            );
-        },
-    );
-    // Granted half: the same kill, without the scope, stops such a server.
-    let mut server = Command::new("sleep")
-        .arg("60")
-        .spawn()
-        .expect("start a stand-in server");
-    let out = output(Command::new("kill").arg(server.id().to_string()));
-    assert_success(&out);
-    let status = server.wait().expect("reap the server");
-    assert!(!status.success(), "the server was stopped by the kill");
+    #[test]
+    fn a_command_under_prepared_confine_cannot_type_into_the_shell() {
+        // In the shell on the terminal, this same test runs again as the
+        // helper: it confines the injector with Prepared::confine and waits.
+        if let Some(marker) = std::env::var_os(INJECT_HELPER) {
+            let project = std::env::var_os("STRUMENT_SANDBOX_TEST_PROJECT").expect("project");
+            require_landlock();
+            let prepared = Policy {
+                writable: vec![PathBuf::from(project).into()],
+                ..Policy::default()
+            }
+            .prepare()
+            .expect("prepare");
+            let mut cmd = Command::new(python());
+            cmd.arg(fixture("deputy.py"))
+                .arg("inject")
+                .arg(format!("touch {}", Path::new(&marker).display()));
+            prepared.confine(&mut cmd);
+            let status = cmd.status().expect("spawn the confined injector");
+            assert!(status.success());
+            return;
+        }
+        let h = FakeHome::new();
+        let exe = std::env::current_exe().expect("this test binary");
+        assert_injection_refused(&h, |marker| {
+            format!(
+                "{INJECT_HELPER}={} STRUMENT_SANDBOX_TEST_PROJECT={} {} {} \
+                 --exact --nocapture --test-threads=1 --quiet",
+                quoted(marker),
+                quoted(&h.project),
+                quoted(&exe),
+                test_name!(a_command_under_prepared_confine_cannot_type_into_the_shell),
+            )
+        });
+    }
+
+    #[test]
+    fn ctrl_c_still_interrupts_a_confined_command_started_from_the_shell() {
+        let h = FakeHome::new();
+        let started = std::time::Instant::now();
+        let steps = serde_json::json!([
+            {
+                "send": format!("{} run --project {} -- sleep 30\n", quoted(Path::new(BIN)), quoted(&h.project)),
+                "expect": null,
+            },
+            { "send": "\u{3}", "pause": 1.5, "expect": null },
+            { "send": "echo status-$((40+2))=$?\n", "expect": "status-42=" },
+        ]);
+        let transcript = on_a_terminal(&h, &steps);
+        assert!(
+            transcript.contains("status-42=130"),
+            "the confined sleep did not die of SIGINT (128 + 2)\n{transcript}"
+        );
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(25),
+            "Ctrl-C did not interrupt the 30 s sleep"
+        );
+    }
+
+    #[test]
+    fn a_deputy_outside_on_an_abstract_socket_is_refused_and_one_inside_works() {
+        let h = FakeHome::new();
+        let name = format!("strument-sandbox-test-deputy-{}", std::process::id());
+        let _deputy = Deputy::start(&name);
+        // Granted half: the deputy does write outside the roots for whoever
+        // asks unconfined.
+        let free = h.home.join("written-for-an-unconfined-client");
+        let out = output(
+            Command::new(python())
+                .arg(fixture("deputy.py"))
+                .args(["ask", &name])
+                .arg(&free),
+        );
+        assert_eq!(
+            String::from_utf8_lossy(&out.stdout).trim(),
+            "ok",
+            "{}",
+            show(&out)
+        );
+        assert!(free.exists());
+        // Refused: the same request from inside the sandbox (scope, ABI 6).
+        let outside = h.home.join("written-for-a-confined-client");
+        let answer = ask(&h, &[], &name, &outside);
+        assert_eq!(answer, format!("refused: errno {}", libc::EPERM));
+        assert!(!outside.exists(), "the deputy wrote for a confined command");
+        // Granted: a deputy started inside the same sandbox is reachable.
+        let inside = h.project.join("written-by-a-deputy-inside");
+        let inner = format!("{name}-inside");
+        let script = format!(
+            "{py} {fx} serve {inner} >/dev/null & {py} {fx} ask {inner} {path}; kill $!",
+            py = quoted(&python()),
+            fx = quoted(&fixture("deputy.py")),
+            path = quoted(&inside)
+        );
+        assert_stdout(&h.sh(&script), "ok");
+        assert_eq!(
+            fs::read_to_string(&inside).expect("the inside deputy wrote"),
+            "deputy was here\n"
+        );
+        h.assert_sentinels_intact();
+    }
+
+    // Below ABI 6 and for pathname services (tmux, the session bus) on every
+    // kernel, the connect supervisor refuses: tests/suite/supervisor.rs.
+
+    #[test]
+    fn a_later_run_can_stop_a_server_an_earlier_run_started() {
+        // The signal scope is deliberately not asked for (doc/security.md):
+        // each run is its own Landlock domain, and with the scope a second
+        // command could not stop a server the first one started.
+        let h = FakeHome::new();
+        let pidfile = h.project.join("server.pid");
+        let out = h.sh(&format!(
+            "sleep 60 >/dev/null 2>&1 & echo $! > {}",
+            quoted(&pidfile)
+        ));
+        assert_success(&out);
+        let pid = fs::read_to_string(&pidfile).expect("pid file");
+        let pid = pid.trim();
+        let out = h.run(&[], &["kill", pid]);
+        assert_success(&out);
+        // Gone (or a zombie reparented to init, reaped shortly).
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+        while Path::new(&format!("/proc/{pid}/cmdline")).exists()
+            && fs::read(format!("/proc/{pid}/cmdline")).is_ok_and(|c| !c.is_empty())
+            && std::time::Instant::now() < deadline
+        {
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        assert!(
+            fs::read(format!("/proc/{pid}/cmdline")).map_or(true, |c| c.is_empty()),
+            "the server started by the first run is still running"
+        );
+    }
+
+    #[test]
+    fn with_the_signal_scope_a_later_command_could_not_stop_that_server() {
+        // The evidence for leaving the signal scope out: a domain that asks for
+        // it cannot signal a process started outside it, which is what a
+        // server started by an earlier command is (each run its own domain).
+        crate::suite::support::in_child(
+            test_name!(with_the_signal_scope_a_later_command_could_not_stop_that_server),
+            || {
+                use landlock::{ABI, AccessFs, Ruleset, RulesetAttr, Scope};
+                require_landlock();
+                // Started before the domain exists: outside it. It ends by itself
+                // (this domain may not even kill it), and this process exits first.
+                #[allow(clippy::zombie_processes)]
+                let server = Command::new("sleep")
+                    .arg("10")
+                    .stdout(Stdio::null())
+                    .stderr(Stdio::null())
+                    .spawn()
+                    .expect("start a stand-in server");
+                Ruleset::default()
+                    .handle_access(AccessFs::from_write(ABI::V3))
+                    .and_then(|r| r.scope(Scope::Signal))
+                    .and_then(Ruleset::create)
+                    .and_then(|r| r.restrict_self())
+                    .expect("a domain with the signal scope (ABI 6)");
+                let out = output(Command::new("kill").arg(server.id().to_string()));
+                assert!(!out.status.success(), "kill got through the signal scope");
+                assert!(
+                    String::from_utf8_lossy(&out.stderr).contains("not permitted"),
+                    "{}",
+                    show(&out)
+                );
+            },
+        );
+        // Granted half: the same kill, without the scope, stops such a server.
+        let mut server = Command::new("sleep")
+            .arg("60")
+            .spawn()
+            .expect("start a stand-in server");
+        let out = output(Command::new("kill").arg(server.id().to_string()));
+        assert_success(&out);
+        let status = server.wait().expect("reap the server");
+        assert!(!status.success(), "the server was stopped by the kill");
+    }
 }

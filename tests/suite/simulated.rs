@@ -1,12 +1,13 @@
 //! Kernels without Landlock, simulated with a seccomp filter that answers
-//! the Landlock syscalls the way such a kernel does. Runs on any kernel.
+//! the Landlock syscalls the way such a kernel does. Runs on any kernel;
+//! the granted half of the refusals, in `needs_landlock`, needs Landlock.
 
 use std::process::Command;
 
 use strument_sandbox::{ApplyError, Policy, ProbeError, probe};
 
 use super::roles::body_in_child;
-use super::support::{BIN, FakeHome, output, show, without_landlock};
+use super::support::{BIN, FakeHome, output, show, test_name, without_landlock};
 
 const UNAVAILABLE: i32 = 3;
 
@@ -55,7 +56,7 @@ fn assert_run_refuses(errno: i32) {
     let h = FakeHome::new();
     let marker = h.project.join("ran");
     let touch = ["touch", marker.to_str().expect("utf-8")];
-    let mut cmd = h.run_command(&h.project, &[], &touch);
+    let mut cmd = h.refused_run_command(&h.project, &[], &touch);
     without_landlock(&mut cmd, errno);
     let out = output(&mut cmd);
     assert_eq!(out.status.code(), Some(UNAVAILABLE), "{}", show(&out));
@@ -69,7 +70,7 @@ fn assert_run_refuses(errno: i32) {
         "the command ran although Landlock is unavailable"
     );
     // The granted half, the same command running without the filter, needs
-    // a Landlock kernel: suite::kernel::the_command_refused_without_landlock_runs_with_it.
+    // a Landlock kernel: needs_landlock::the_command_refused_without_landlock_runs_with_it.
 }
 
 #[test]
@@ -99,7 +100,7 @@ fn policy_still_reports_without_landlock() {
 #[test]
 fn apply_refuses_rather_than_enforcing_nothing() {
     body_in_child(
-        "suite::simulated::apply_refuses_rather_than_enforcing_nothing",
+        test_name!(apply_refuses_rather_than_enforcing_nothing),
         |cmd| without_landlock(cmd, libc::ENOSYS),
         || {
             assert_eq!(probe().error, Some(ProbeError::NotBuilt));
@@ -120,4 +121,19 @@ fn apply_refuses_rather_than_enforcing_nothing() {
             assert!(outside.is_file());
         },
     );
+}
+
+/// The granted halves of the refusals above, on this kernel's Landlock.
+mod needs_landlock {
+    use super::*;
+
+    /// The granted half of the refusals above: the very command they
+    /// refuse under the seccomp filter runs, and leaves its marker, without it.
+    #[test]
+    fn the_command_refused_without_landlock_runs_with_it() {
+        let h = FakeHome::new();
+        let marker = h.project.join("ran");
+        let out = h.run(&[], &["touch", marker.to_str().expect("utf-8")]);
+        assert!(out.status.success() && marker.exists(), "{}", show(&out));
+    }
 }

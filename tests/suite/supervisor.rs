@@ -9,6 +9,8 @@ use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 
+use super::support::require_landlock;
+use super::support::test_name;
 use super::support::{FakeHome, assert_success, output, require_tool, show};
 
 fn python() -> PathBuf {
@@ -80,175 +82,6 @@ fn stderr(out: &std::process::Output) -> String {
     String::from_utf8_lossy(&out.stderr).into_owned()
 }
 
-#[test]
-fn services_outside_on_a_path_or_an_abstract_name_write_nothing_for_a_confined_command() {
-    let h = FakeHome::new();
-    let pathname = h.home.join("service.sock");
-    let path_addr = pathname.to_str().expect("UTF-8").to_owned();
-    let abstract_addr = format!("@strument-supervisor-test-{}", std::process::id());
-    for (addr, refused_errno) in [(&path_addr, libc::EACCES), (&abstract_addr, libc::EPERM)] {
-        let log = h.home.join("accepted.log");
-        let _ = fs::remove_file(&log);
-        let _service = Service::start(addr, &log);
-        // Granted half: the service writes outside the roots for whoever asks unconfined.
-        let free = h.home.join("written-for-an-unconfined-client");
-        assert_eq!(ask_unconfined(addr, &free), "ok");
-        assert!(free.exists());
-        fs::remove_file(&free).expect("remove");
-        fs::remove_file(&log).expect("remove log");
-        // Refused: the same request from inside the sandbox.
-        let target = h.home.join("written-for-a-confined-client");
-        let target_str = target.to_str().expect("UTF-8");
-        let out = confined(&h, &[&py(), &fixture(), "ask", addr, target_str]);
-        assert_success(&out);
-        assert_eq!(
-            stdout(&out).trim(),
-            format!("refused: errno {refused_errno}"),
-            "{}",
-            show(&out)
-        );
-        assert!(!target.exists(), "the service wrote for a confined command");
-        assert!(!log.exists(), "the service accepted a confined connection");
-        // One line after the command names the socket, and for a path the
-        // option that would allow it.
-        let err = stderr(&out);
-        let shown = addr.trim_start_matches('@');
-        assert!(
-            err.lines()
-                .any(|l| l.contains("refused a connection to") && l.contains(shown)),
-            "{}",
-            show(&out)
-        );
-        if addr.starts_with('/') {
-            assert!(err.contains(&format!("--allow-socket {addr}")), "{err}");
-        }
-    }
-    h.assert_sentinels_intact();
-}
-
-#[test]
-fn below_abi_6_the_supervisor_alone_refuses_an_abstract_service_outside() {
-    let h = FakeHome::new();
-    let addr = format!("@strument-supervisor-capped-{}", std::process::id());
-    let log = h.home.join("accepted.log");
-    let _service = Service::start(&addr, &log);
-    let target = h.project.join("reachable-below-abi-6");
-    let mut cmd = h.run_command(
-        &h.project,
-        &[],
-        &[
-            &py(),
-            &fixture(),
-            "ask",
-            &addr,
-            target.to_str().expect("UTF-8"),
-        ],
-    );
-    cmd.env("STRUMENT_SANDBOX_TEST_ABI_CAP", "5");
-    let out = output(&mut cmd);
-    assert_success(&out);
-    assert_eq!(
-        stdout(&out).trim(),
-        format!("refused: errno {}", libc::EPERM)
-    );
-    assert!(!target.exists() && !log.exists(), "{}", show(&out));
-    // Granted half, same cap: a service the command starts itself answers.
-    let inner = format!("{addr}-inside");
-    let script = format!(
-        "{py} {fx} serve {inner} >/dev/null & sleep 1; {py} {fx} ask {inner} {t}; kill $!",
-        py = py(),
-        fx = fixture(),
-        t = target.display()
-    );
-    let mut cmd = h.run_command(&h.project, &[], &["sh", "-c", &script]);
-    cmd.env("STRUMENT_SANDBOX_TEST_ABI_CAP", "5");
-    let out = output(&mut cmd);
-    assert_eq!(stdout(&out).trim(), "ok", "{}", show(&out));
-    assert_eq!(fs::read_to_string(&target).expect("served"), "served\n");
-}
-
-#[test]
-fn sockets_the_command_binds_in_tmp_the_project_and_an_abstract_name_work() {
-    let h = FakeHome::new();
-    let project = h.project.to_str().expect("UTF-8").to_owned();
-    for dir in ["/tmp", project.as_str()] {
-        let out = confined(&h, &[&py(), &fixture(), "own", dir]);
-        assert_success(&out);
-        assert_eq!(
-            stdout(&out),
-            "own absolute ok\nown relative ok\nown abstract ok\nown thread ok\nown datagram ok\n",
-            "{}",
-            show(&out)
-        );
-    }
-    // The socket files were made where the command asked.
-    let made = fs::read_dir(&h.project)
-        .expect("list")
-        .filter_map(Result::ok)
-        .filter(|e| e.file_name().to_string_lossy().starts_with("own-"))
-        .count();
-    assert_eq!(made, 1);
-    // Refused half: binding outside every root fails as Landlock would.
-    let script = format!(
-        "import socket; s = socket.socket(socket.AF_UNIX)\ntry:\n    s.bind('{}')\n    print('bound')\nexcept OSError as e:\n    print(e.errno)",
-        h.home.join("outside.sock").display()
-    );
-    let out = confined(&h, &[&py(), "-c", &script]);
-    assert_eq!(
-        stdout(&out).trim(),
-        libc::EACCES.to_string(),
-        "{}",
-        show(&out)
-    );
-    assert!(!h.home.join("outside.sock").exists());
-}
-
-#[test]
-fn a_second_thread_swapping_the_address_never_reaches_the_refused_socket() {
-    let h = FakeHome::new();
-    let outside = h.home.join("race-outside.sock");
-    let log = h.home.join("accepted.log");
-    let addr = outside.to_str().expect("UTF-8").to_owned();
-    let _service = Service::start(&addr, &log);
-    // Granted half: the service does accept an unconfined client.
-    assert_eq!(ask_unconfined(&addr, &h.home.join("free")), "ok");
-    fs::remove_file(&log).expect("remove log");
-    let out = confined(&h, &[&py(), &fixture(), "race", &addr, "5000"]);
-    assert_success(&out);
-    let counts = stdout(&out);
-    let count = |key: &str| -> u32 {
-        counts
-            .split_whitespace()
-            .find_map(|kv| kv.strip_prefix(&format!("{key}=")))
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(0)
-    };
-    // Both addresses were really tried: the allowed one connected, the
-    // refused one was refused, and none of them reached the service.
-    assert!(count("connected") > 0, "{}", show(&out));
-    assert!(count("EACCES") > 0, "{}", show(&out));
-    assert!(
-        !log.exists(),
-        "a swapped address reached the service outside: {}",
-        fs::read_to_string(&log).unwrap_or_default().lines().count()
-    );
-}
-
-#[test]
-fn io_uring_and_a_listener_of_the_command_s_own_cannot_route_around() {
-    let h = FakeHome::new();
-    let out = confined(&h, &[&py(), &fixture(), "escapes"]);
-    assert_success(&out);
-    // A plain filter of its own still installs (the granted half); one
-    // with a listener would shadow the supervisor's and is refused.
-    assert_eq!(
-        stdout(&out),
-        "io_uring_setup EPERM\nown listener EBUSY\nown filter ok\n",
-        "{}",
-        show(&out)
-    );
-}
-
 /// A tmux server of the user's, outside the sandbox, killed on drop.
 struct Tmux {
     tmpdir: PathBuf,
@@ -266,56 +99,6 @@ impl Drop for Tmux {
     fn drop(&mut self) {
         let _ = self.command().arg("kill-server").output();
     }
-}
-
-#[test]
-fn a_tmux_server_outside_cannot_be_driven_from_inside() {
-    let h = FakeHome::new();
-    let tmux = Tmux {
-        tmpdir: h.home.join("tmux-tmp"),
-    };
-    fs::create_dir_all(&tmux.tmpdir).expect("mkdir");
-    let out = output(
-        tmux.command()
-            .env("HOME", &h.home)
-            .args(["new-session", "-d", "sleep 300"]),
-    );
-    assert_success(&out);
-    // Granted half: unconfined, the server runs what it is asked to.
-    let free = h.home.join("run-by-tmux-unconfined");
-    let out = output(
-        tmux.command()
-            .arg("run-shell")
-            .arg(format!("touch {}", free.display())),
-    );
-    assert_success(&out);
-    assert!(free.exists(), "{}", show(&out));
-    let pwned = h.home.join("pwned");
-    let typed = h.home.join("typed");
-    let script = format!(
-        "tmux -L sv run-shell 'touch {p}'; tmux -L sv send-keys 'touch {t}' Enter; sleep 0.5",
-        p = pwned.display(),
-        t = typed.display()
-    );
-    let mut cmd = h.run_command(&h.project, &[], &["sh", "-c", &script]);
-    cmd.env("TMUX_TMPDIR", &tmux.tmpdir);
-    let out = output(&mut cmd);
-    assert!(!pwned.exists(), "tmux run-shell ran for a confined command");
-    assert!(
-        !typed.exists(),
-        "tmux send-keys typed for a confined command"
-    );
-    let err = stderr(&out);
-    let line = err
-        .lines()
-        .find(|l| l.contains("refused a connection to tmux at"))
-        .unwrap_or_else(|| panic!("no refusal line\n{}", show(&out)));
-    assert!(
-        line.contains("--allow-socket") && line.contains("2 times"),
-        "{line}"
-    );
-    assert!(!err.contains("reachable:"), "{err}");
-    h.assert_sentinels_intact();
 }
 
 /// An ssh-agent outside the sandbox with one key, killed on drop.
@@ -371,180 +154,6 @@ impl Drop for SshAgent {
     }
 }
 
-#[test]
-fn ssh_agent_named_by_ssh_auth_sock_lists_keys_and_signs_a_commit() {
-    let h = FakeHome::new();
-    let agent = SshAgent::start(&h);
-    require_tool("git", "git");
-    // Granted: the agent $SSH_AUTH_SOCK names.
-    let mut cmd = h.run_command(&h.project, &[], &["ssh-add", "-l"]);
-    cmd.env("SSH_AUTH_SOCK", &agent.socket);
-    let out = output(&mut cmd);
-    assert_success(&out);
-    assert!(stdout(&out).contains("ED25519"), "{}", show(&out));
-    let script = format!(
-        "git init -q . && git config gpg.format ssh && git config user.signingkey {key} && \
-         git commit -q -S --allow-empty -m signed && git cat-file commit HEAD",
-        key = agent.public_key.display()
-    );
-    let mut cmd = h.run_command(&h.project, &[], &["sh", "-c", &script]);
-    cmd.env("SSH_AUTH_SOCK", &agent.socket);
-    let out = output(&mut cmd);
-    assert_success(&out);
-    assert!(
-        stdout(&out).contains("-----BEGIN SSH SIGNATURE-----"),
-        "{}",
-        show(&out)
-    );
-    // Refused: the same agent, when the policy did not name it.
-    let script = format!("SSH_AUTH_SOCK={} ssh-add -l", agent.socket.display());
-    let mut cmd = h.run_command(&h.project, &[], &["sh", "-c", &script]);
-    cmd.env_remove("SSH_AUTH_SOCK");
-    let out = output(&mut cmd);
-    assert!(!out.status.success(), "{}", show(&out));
-    assert!(
-        stderr(&out).contains("refused a connection to"),
-        "{}",
-        show(&out)
-    );
-}
-
-#[test]
-fn gpg_agent_deletes_no_secret_key_for_a_confined_command() {
-    let h = FakeHome::new();
-    let gpg = require_tool("gpg", "gnupg");
-    let connect = require_tool("gpg-connect-agent", "gnupg");
-    let gnupghome = h.home.join(".gnupg");
-    fs::create_dir_all(&gnupghome).expect("mkdir");
-    fs::set_permissions(
-        &gnupghome,
-        std::os::unix::fs::PermissionsExt::from_mode(0o700),
-    )
-    .expect("chmod");
-    let with_home = |cmd: &mut Command| {
-        cmd.env("GNUPGHOME", &gnupghome).env("HOME", &h.home);
-    };
-    let mut generate = Command::new(&gpg);
-    with_home(&mut generate);
-    generate.args([
-        "--batch",
-        "--passphrase",
-        "",
-        "--quick-gen-key",
-        "test@example.com",
-        "ed25519",
-        "sign",
-        "never",
-    ]);
-    assert_success(&output(&mut generate));
-    let mut list = Command::new(&gpg);
-    with_home(&mut list);
-    list.args(["--with-colons", "--with-keygrip", "-K"]);
-    let listing = stdout(&output(&mut list));
-    let grip = listing
-        .lines()
-        .find_map(|l| l.strip_prefix("grp:"))
-        .map(|l| l.trim_matches(':').to_owned())
-        .expect("a keygrip");
-    let key_file = gnupghome.join(format!("private-keys-v1.d/{grip}.key"));
-    assert!(key_file.exists());
-    let delete = format!("DELETE_KEY --force {grip}");
-    // Refused: a confined command asks the agent to delete the key.
-    let mut cmd = h.run_command(
-        &h.project,
-        &[],
-        &[connect.to_str().expect("UTF-8"), &delete, "/bye"],
-    );
-    cmd.env("GNUPGHOME", &gnupghome);
-    let out = output(&mut cmd);
-    assert!(
-        key_file.exists(),
-        "gpg-agent deleted a key for a confined command\n{}",
-        show(&out)
-    );
-    assert!(stderr(&out).contains("gpg-agent at"), "{}", show(&out));
-    // Granted half: unconfined, the same request does delete it.
-    let mut cmd = Command::new(&connect);
-    with_home(&mut cmd);
-    cmd.args([delete.as_str(), "/bye"]);
-    let out = output(&mut cmd);
-    assert!(!key_file.exists(), "{}", show(&out));
-    let mut kill = Command::new(require_tool("gpgconf", "gnupg"));
-    with_home(&mut kill);
-    let _ = output(kill.args(["--kill", "gpg-agent"]));
-}
-
-#[test]
-fn after_policy_apply_a_helper_decides_for_the_process_and_its_children() {
-    // The body runs again in a child process (apply cannot be undone): the
-    // fake home and the service are made once, by the parent.
-    let setup = std::env::var_os("SV_OUTSIDE").is_none().then(|| {
-        let h = FakeHome::new();
-        let outside = h.home.join("apply-outside.sock");
-        let log = h.home.join("accepted.log");
-        let service = Service::start(outside.to_str().expect("UTF-8"), &log);
-        (h, outside, log, service)
-    });
-    let out = super::roles::body_in_child(
-        "suite::supervisor::after_policy_apply_a_helper_decides_for_the_process_and_its_children",
-        |cmd| {
-            if let Some((h, outside, _, _)) = &setup {
-                cmd.env("SV_OUTSIDE", outside).env("SV_PROJECT", &h.project);
-            }
-        },
-        || {
-            in_a_single_threaded_fork(|| {
-                use std::os::unix::net::{UnixListener, UnixStream};
-                let outside = std::env::var("SV_OUTSIDE").expect("SV_OUTSIDE");
-                let project = PathBuf::from(std::env::var("SV_PROJECT").expect("SV_PROJECT"));
-                strument_sandbox::Policy {
-                    writable: vec![project.clone().into()],
-                    ..strument_sandbox::Policy::default()
-                }
-                .apply()
-                .expect("apply");
-                // This process: the service outside is refused...
-                let err = UnixStream::connect(&outside).expect_err("connected outside");
-                assert_eq!(err.raw_os_error(), Some(libc::EACCES));
-                // ...a socket it binds in the project is reachable.
-                let own = project.join("own.sock");
-                let listener = UnixListener::bind(&own).expect("bind in the project");
-                UnixStream::connect(&own).expect("connect to its own socket");
-                drop(listener);
-                // Its children: the same, decided by the same helper.
-                let out = Command::new(python())
-                    .args([fixture().as_str(), "ask", &outside])
-                    .arg(project.join("asked"))
-                    .output()
-                    .expect("run python");
-                assert_eq!(
-                    String::from_utf8_lossy(&out.stdout).trim(),
-                    format!("refused: errno {}", libc::EACCES)
-                );
-                let out = Command::new(python())
-                    .args([fixture().as_str(), "own"])
-                    .arg(&project)
-                    .output()
-                    .expect("run python");
-                assert!(
-                    String::from_utf8_lossy(&out.stdout).contains("own abstract ok"),
-                    "{}",
-                    show(&out)
-                );
-            })
-        },
-    );
-    let (Some(out), Some((h, outside, log, _service))) = (out, setup) else {
-        return;
-    };
-    assert_success(&out);
-    assert!(!log.exists(), "the service accepted a confined connection");
-    assert!(h.project.join("own.sock").exists(), "{}", show(&out));
-    // Granted half: the service accepts this unconfined process.
-    let addr = outside.to_str().expect("UTF-8");
-    assert_eq!(ask_unconfined(addr, &h.home.join("free")), "ok");
-}
-
 /// Runs `body` in a forked copy of this process, which has one thread: the
 /// test harness runs each test on a thread of its own, and before Landlock
 /// ABI 8 `apply` confines only a single-threaded process.
@@ -567,65 +176,465 @@ fn in_a_single_threaded_fork(body: impl FnOnce() + std::panic::UnwindSafe) {
     );
 }
 
-#[test]
-fn name_and_user_lookups_keep_working_under_the_supervisor() {
-    let h = FakeHome::new();
-    let getent = require_tool("getent", "libc-bin");
-    let getent = getent.to_str().expect("UTF-8");
-    // Whatever of nscd, systemd-resolved and systemd-userdb this machine
-    // runs is named by default; absent or refused, glibc falls back to the
-    // files. Either way the answers are the ones an unconfined lookup gives.
-    for query in [
-        ["passwd", "root"],
-        ["group", "root"],
-        ["hosts", "localhost"],
-    ] {
-        let free = output(Command::new(getent).args(query));
-        assert_success(&free);
-        let out = confined(&h, &[getent, query[0], query[1]]);
+mod needs_landlock {
+    use super::*;
+
+    #[test]
+    fn services_outside_on_a_path_or_an_abstract_name_write_nothing_for_a_confined_command() {
+        let h = FakeHome::new();
+        let pathname = h.home.join("service.sock");
+        let path_addr = pathname.to_str().expect("UTF-8").to_owned();
+        let abstract_addr = format!("@strument-supervisor-test-{}", std::process::id());
+        for (addr, refused_errno) in [(&path_addr, libc::EACCES), (&abstract_addr, libc::EPERM)] {
+            let log = h.home.join("accepted.log");
+            let _ = fs::remove_file(&log);
+            let _service = Service::start(addr, &log);
+            // Granted half: the service writes outside the roots for whoever asks unconfined.
+            let free = h.home.join("written-for-an-unconfined-client");
+            assert_eq!(ask_unconfined(addr, &free), "ok");
+            assert!(free.exists());
+            fs::remove_file(&free).expect("remove");
+            fs::remove_file(&log).expect("remove log");
+            // Refused: the same request from inside the sandbox.
+            let target = h.home.join("written-for-a-confined-client");
+            let target_str = target.to_str().expect("UTF-8");
+            let out = confined(&h, &[&py(), &fixture(), "ask", addr, target_str]);
+            assert_success(&out);
+            assert_eq!(
+                stdout(&out).trim(),
+                format!("refused: errno {refused_errno}"),
+                "{}",
+                show(&out)
+            );
+            assert!(!target.exists(), "the service wrote for a confined command");
+            assert!(!log.exists(), "the service accepted a confined connection");
+            // One line after the command names the socket, and for a path the
+            // option that would allow it.
+            let err = stderr(&out);
+            let shown = addr.trim_start_matches('@');
+            assert!(
+                err.lines()
+                    .any(|l| l.contains("refused a connection to") && l.contains(shown)),
+                "{}",
+                show(&out)
+            );
+            if addr.starts_with('/') {
+                assert!(err.contains(&format!("--allow-socket {addr}")), "{err}");
+            }
+        }
+        h.assert_sentinels_intact();
+    }
+
+    #[test]
+    fn below_abi_6_the_supervisor_alone_refuses_an_abstract_service_outside() {
+        let h = FakeHome::new();
+        let addr = format!("@strument-supervisor-capped-{}", std::process::id());
+        let log = h.home.join("accepted.log");
+        let _service = Service::start(&addr, &log);
+        let target = h.project.join("reachable-below-abi-6");
+        let mut cmd = h.run_command(
+            &h.project,
+            &[],
+            &[
+                &py(),
+                &fixture(),
+                "ask",
+                &addr,
+                target.to_str().expect("UTF-8"),
+            ],
+        );
+        cmd.env("STRUMENT_SANDBOX_TEST_ABI_CAP", "5");
+        let out = output(&mut cmd);
         assert_success(&out);
-        assert_eq!(stdout(&out), stdout(&free), "{}", show(&out));
+        assert_eq!(
+            stdout(&out).trim(),
+            format!("refused: errno {}", libc::EPERM)
+        );
+        assert!(!target.exists() && !log.exists(), "{}", show(&out));
+        // Granted half, same cap: a service the command starts itself answers.
+        let inner = format!("{addr}-inside");
+        let script = format!(
+            "{py} {fx} serve {inner} >/dev/null & sleep 1; {py} {fx} ask {inner} {t}; kill $!",
+            py = py(),
+            fx = fixture(),
+            t = target.display()
+        );
+        let mut cmd = h.run_command(&h.project, &[], &["sh", "-c", &script]);
+        cmd.env("STRUMENT_SANDBOX_TEST_ABI_CAP", "5");
+        let out = output(&mut cmd);
+        assert_eq!(stdout(&out).trim(), "ok", "{}", show(&out));
+        assert_eq!(fs::read_to_string(&target).expect("served"), "served\n");
+    }
+
+    #[test]
+    fn sockets_the_command_binds_in_tmp_the_project_and_an_abstract_name_work() {
+        let h = FakeHome::new();
+        let project = h.project.to_str().expect("UTF-8").to_owned();
+        for dir in ["/tmp", project.as_str()] {
+            let out = confined(&h, &[&py(), &fixture(), "own", dir]);
+            assert_success(&out);
+            assert_eq!(
+                stdout(&out),
+                "own absolute ok\nown relative ok\nown abstract ok\nown thread ok\nown datagram ok\n",
+                "{}",
+                show(&out)
+            );
+        }
+        // The socket files were made where the command asked.
+        let made = fs::read_dir(&h.project)
+            .expect("list")
+            .filter_map(Result::ok)
+            .filter(|e| e.file_name().to_string_lossy().starts_with("own-"))
+            .count();
+        assert_eq!(made, 1);
+        // Refused half: binding outside every root fails as Landlock would.
+        let script = format!(
+            "import socket; s = socket.socket(socket.AF_UNIX)\ntry:\n    s.bind('{}')\n    print('bound')\nexcept OSError as e:\n    print(e.errno)",
+            h.home.join("outside.sock").display()
+        );
+        let out = confined(&h, &[&py(), "-c", &script]);
+        assert_eq!(
+            stdout(&out).trim(),
+            libc::EACCES.to_string(),
+            "{}",
+            show(&out)
+        );
+        assert!(!h.home.join("outside.sock").exists());
+    }
+
+    #[test]
+    fn a_second_thread_swapping_the_address_never_reaches_the_refused_socket() {
+        let h = FakeHome::new();
+        let outside = h.home.join("race-outside.sock");
+        let log = h.home.join("accepted.log");
+        let addr = outside.to_str().expect("UTF-8").to_owned();
+        let _service = Service::start(&addr, &log);
+        // Granted half: the service does accept an unconfined client.
+        assert_eq!(ask_unconfined(&addr, &h.home.join("free")), "ok");
+        fs::remove_file(&log).expect("remove log");
+        let out = confined(&h, &[&py(), &fixture(), "race", &addr, "5000"]);
+        assert_success(&out);
+        let counts = stdout(&out);
+        let count = |key: &str| -> u32 {
+            counts
+                .split_whitespace()
+                .find_map(|kv| kv.strip_prefix(&format!("{key}=")))
+                .and_then(|v| v.parse().ok())
+                .unwrap_or(0)
+        };
+        // Both addresses were really tried: the allowed one connected, the
+        // refused one was refused, and none of them reached the service.
+        assert!(count("connected") > 0, "{}", show(&out));
+        assert!(count("EACCES") > 0, "{}", show(&out));
         assert!(
-            !stderr(&out).contains("refused a connection"),
+            !log.exists(),
+            "a swapped address reached the service outside: {}",
+            fs::read_to_string(&log).unwrap_or_default().lines().count()
+        );
+    }
+
+    #[test]
+    fn io_uring_and_a_listener_of_the_command_s_own_cannot_route_around() {
+        let h = FakeHome::new();
+        let out = confined(&h, &[&py(), &fixture(), "escapes"]);
+        assert_success(&out);
+        // A plain filter of its own still installs (the granted half); one
+        // with a listener would shadow the supervisor's and is refused.
+        assert_eq!(
+            stdout(&out),
+            "io_uring_setup EPERM\nown listener EBUSY\nown filter ok\n",
             "{}",
             show(&out)
         );
     }
-}
 
-#[test]
-fn a_connect_that_waits_stalls_no_other_confined_command() {
-    let h = FakeHome::new();
-    let prepared = strument_sandbox::Policy {
-        writable: vec![h.project.clone().into()],
-        ..strument_sandbox::Policy::default()
+    #[test]
+    fn a_tmux_server_outside_cannot_be_driven_from_inside() {
+        let h = FakeHome::new();
+        let tmux = Tmux {
+            tmpdir: h.home.join("tmux-tmp"),
+        };
+        fs::create_dir_all(&tmux.tmpdir).expect("mkdir");
+        let out =
+            output(
+                tmux.command()
+                    .env("HOME", &h.home)
+                    .args(["new-session", "-d", "sleep 300"]),
+            );
+        assert_success(&out);
+        // Granted half: unconfined, the server runs what it is asked to.
+        let free = h.home.join("run-by-tmux-unconfined");
+        let out = output(
+            tmux.command()
+                .arg("run-shell")
+                .arg(format!("touch {}", free.display())),
+        );
+        assert_success(&out);
+        assert!(free.exists(), "{}", show(&out));
+        let pwned = h.home.join("pwned");
+        let typed = h.home.join("typed");
+        let script = format!(
+            "tmux -L sv run-shell 'touch {p}'; tmux -L sv send-keys 'touch {t}' Enter; sleep 0.5",
+            p = pwned.display(),
+            t = typed.display()
+        );
+        let mut cmd = h.run_command(&h.project, &[], &["sh", "-c", &script]);
+        cmd.env("TMUX_TMPDIR", &tmux.tmpdir);
+        let out = output(&mut cmd);
+        assert!(!pwned.exists(), "tmux run-shell ran for a confined command");
+        assert!(
+            !typed.exists(),
+            "tmux send-keys typed for a confined command"
+        );
+        let err = stderr(&out);
+        let line = err
+            .lines()
+            .find(|l| l.contains("refused a connection to tmux at"))
+            .unwrap_or_else(|| panic!("no refusal line\n{}", show(&out)));
+        assert!(
+            line.contains("--allow-socket") && line.contains("2 times"),
+            "{line}"
+        );
+        assert!(!err.contains("reachable:"), "{err}");
+        h.assert_sentinels_intact();
     }
-    .prepare()
-    .expect("prepare");
-    // A: fills a socket's backlog (non-blocking connects answer EAGAIN),
-    // then connects blocking: the supervisor's call waits for a slot.
-    let stuck = format!(
-        "import socket\np = '{}'\ns = socket.socket(socket.AF_UNIX); s.bind(p); s.listen(0)\nkeep = []\n\
+
+    #[test]
+    fn ssh_agent_named_by_ssh_auth_sock_lists_keys_and_signs_a_commit() {
+        let h = FakeHome::new();
+        let agent = SshAgent::start(&h);
+        require_tool("git", "git");
+        // Granted: the agent $SSH_AUTH_SOCK names.
+        let mut cmd = h.run_command(&h.project, &[], &["ssh-add", "-l"]);
+        cmd.env("SSH_AUTH_SOCK", &agent.socket);
+        let out = output(&mut cmd);
+        assert_success(&out);
+        assert!(stdout(&out).contains("ED25519"), "{}", show(&out));
+        let script = format!(
+            "git init -q . && git config gpg.format ssh && git config user.signingkey {key} && \
+         git commit -q -S --allow-empty -m signed && git cat-file commit HEAD",
+            key = agent.public_key.display()
+        );
+        let mut cmd = h.run_command(&h.project, &[], &["sh", "-c", &script]);
+        cmd.env("SSH_AUTH_SOCK", &agent.socket);
+        let out = output(&mut cmd);
+        assert_success(&out);
+        assert!(
+            stdout(&out).contains("-----BEGIN SSH SIGNATURE-----"),
+            "{}",
+            show(&out)
+        );
+        // Refused: the same agent, when the policy did not name it.
+        let script = format!("SSH_AUTH_SOCK={} ssh-add -l", agent.socket.display());
+        let mut cmd = h.run_command(&h.project, &[], &["sh", "-c", &script]);
+        cmd.env_remove("SSH_AUTH_SOCK");
+        let out = output(&mut cmd);
+        assert!(!out.status.success(), "{}", show(&out));
+        assert!(
+            stderr(&out).contains("refused a connection to"),
+            "{}",
+            show(&out)
+        );
+    }
+
+    #[test]
+    fn gpg_agent_deletes_no_secret_key_for_a_confined_command() {
+        let h = FakeHome::new();
+        let gpg = require_tool("gpg", "gnupg");
+        let connect = require_tool("gpg-connect-agent", "gnupg");
+        let gnupghome = h.home.join(".gnupg");
+        fs::create_dir_all(&gnupghome).expect("mkdir");
+        fs::set_permissions(
+            &gnupghome,
+            std::os::unix::fs::PermissionsExt::from_mode(0o700),
+        )
+        .expect("chmod");
+        let with_home = |cmd: &mut Command| {
+            cmd.env("GNUPGHOME", &gnupghome).env("HOME", &h.home);
+        };
+        let mut generate = Command::new(&gpg);
+        with_home(&mut generate);
+        generate.args([
+            "--batch",
+            "--passphrase",
+            "",
+            "--quick-gen-key",
+            "test@example.com",
+            "ed25519",
+            "sign",
+            "never",
+        ]);
+        assert_success(&output(&mut generate));
+        let mut list = Command::new(&gpg);
+        with_home(&mut list);
+        list.args(["--with-colons", "--with-keygrip", "-K"]);
+        let listing = stdout(&output(&mut list));
+        let grip = listing
+            .lines()
+            .find_map(|l| l.strip_prefix("grp:"))
+            .map(|l| l.trim_matches(':').to_owned())
+            .expect("a keygrip");
+        let key_file = gnupghome.join(format!("private-keys-v1.d/{grip}.key"));
+        assert!(key_file.exists());
+        let delete = format!("DELETE_KEY --force {grip}");
+        // Refused: a confined command asks the agent to delete the key.
+        let mut cmd = h.run_command(
+            &h.project,
+            &[],
+            &[connect.to_str().expect("UTF-8"), &delete, "/bye"],
+        );
+        cmd.env("GNUPGHOME", &gnupghome);
+        let out = output(&mut cmd);
+        assert!(
+            key_file.exists(),
+            "gpg-agent deleted a key for a confined command\n{}",
+            show(&out)
+        );
+        assert!(stderr(&out).contains("gpg-agent at"), "{}", show(&out));
+        // Granted half: unconfined, the same request does delete it.
+        let mut cmd = Command::new(&connect);
+        with_home(&mut cmd);
+        cmd.args([delete.as_str(), "/bye"]);
+        let out = output(&mut cmd);
+        assert!(!key_file.exists(), "{}", show(&out));
+        let mut kill = Command::new(require_tool("gpgconf", "gnupg"));
+        with_home(&mut kill);
+        let _ = output(kill.args(["--kill", "gpg-agent"]));
+    }
+
+    #[test]
+    fn after_policy_apply_a_helper_decides_for_the_process_and_its_children() {
+        // The body runs again in a child process (apply cannot be undone): the
+        // fake home and the service are made once, by the parent.
+        let setup = std::env::var_os("SV_OUTSIDE").is_none().then(|| {
+            let h = FakeHome::new();
+            let outside = h.home.join("apply-outside.sock");
+            let log = h.home.join("accepted.log");
+            let service = Service::start(outside.to_str().expect("UTF-8"), &log);
+            (h, outside, log, service)
+        });
+        let out = crate::suite::roles::body_in_child(
+            test_name!(after_policy_apply_a_helper_decides_for_the_process_and_its_children),
+            |cmd| {
+                if let Some((h, outside, _, _)) = &setup {
+                    cmd.env("SV_OUTSIDE", outside).env("SV_PROJECT", &h.project);
+                }
+            },
+            || {
+                in_a_single_threaded_fork(|| {
+                    use std::os::unix::net::{UnixListener, UnixStream};
+                    let outside = std::env::var("SV_OUTSIDE").expect("SV_OUTSIDE");
+                    let project = PathBuf::from(std::env::var("SV_PROJECT").expect("SV_PROJECT"));
+                    require_landlock();
+                    strument_sandbox::Policy {
+                        writable: vec![project.clone().into()],
+                        ..strument_sandbox::Policy::default()
+                    }
+                    .apply()
+                    .expect("apply");
+                    // This process: the service outside is refused...
+                    let err = UnixStream::connect(&outside).expect_err("connected outside");
+                    assert_eq!(err.raw_os_error(), Some(libc::EACCES));
+                    // ...a socket it binds in the project is reachable.
+                    let own = project.join("own.sock");
+                    let listener = UnixListener::bind(&own).expect("bind in the project");
+                    UnixStream::connect(&own).expect("connect to its own socket");
+                    drop(listener);
+                    // Its children: the same, decided by the same helper.
+                    let out = Command::new(python())
+                        .args([fixture().as_str(), "ask", &outside])
+                        .arg(project.join("asked"))
+                        .output()
+                        .expect("run python");
+                    assert_eq!(
+                        String::from_utf8_lossy(&out.stdout).trim(),
+                        format!("refused: errno {}", libc::EACCES)
+                    );
+                    let out = Command::new(python())
+                        .args([fixture().as_str(), "own"])
+                        .arg(&project)
+                        .output()
+                        .expect("run python");
+                    assert!(
+                        String::from_utf8_lossy(&out.stdout).contains("own abstract ok"),
+                        "{}",
+                        show(&out)
+                    );
+                })
+            },
+        );
+        let (Some(out), Some((h, outside, log, _service))) = (out, setup) else {
+            return;
+        };
+        assert_success(&out);
+        assert!(!log.exists(), "the service accepted a confined connection");
+        assert!(h.project.join("own.sock").exists(), "{}", show(&out));
+        // Granted half: the service accepts this unconfined process.
+        let addr = outside.to_str().expect("UTF-8");
+        assert_eq!(ask_unconfined(addr, &h.home.join("free")), "ok");
+    }
+
+    #[test]
+    fn name_and_user_lookups_keep_working_under_the_supervisor() {
+        let h = FakeHome::new();
+        let getent = require_tool("getent", "libc-bin");
+        let getent = getent.to_str().expect("UTF-8");
+        // Whatever of nscd, systemd-resolved and systemd-userdb this machine
+        // runs is named by default; absent or refused, glibc falls back to the
+        // files. Either way the answers are the ones an unconfined lookup gives.
+        for query in [
+            ["passwd", "root"],
+            ["group", "root"],
+            ["hosts", "localhost"],
+        ] {
+            let free = output(Command::new(getent).args(query));
+            assert_success(&free);
+            let out = confined(&h, &[getent, query[0], query[1]]);
+            assert_success(&out);
+            assert_eq!(stdout(&out), stdout(&free), "{}", show(&out));
+            assert!(
+                !stderr(&out).contains("refused a connection"),
+                "{}",
+                show(&out)
+            );
+        }
+    }
+
+    #[test]
+    fn a_connect_that_waits_stalls_no_other_confined_command() {
+        require_landlock();
+        let h = FakeHome::new();
+        let prepared = strument_sandbox::Policy {
+            writable: vec![h.project.clone().into()],
+            ..strument_sandbox::Policy::default()
+        }
+        .prepare()
+        .expect("prepare");
+        // A: fills a socket's backlog (non-blocking connects answer EAGAIN),
+        // then connects blocking: the supervisor's call waits for a slot.
+        let stuck = format!(
+            "import socket\np = '{}'\ns = socket.socket(socket.AF_UNIX); s.bind(p); s.listen(0)\nkeep = []\n\
          while True:\n    c = socket.socket(socket.AF_UNIX); c.setblocking(False)\n    \
          try:\n        c.connect(p); keep.append(c)\n    except BlockingIOError:\n        break\n\
          print('full', flush=True)\nsocket.socket(socket.AF_UNIX).connect(p)\nprint('never', flush=True)",
-        h.project.join("full.sock").display()
-    );
-    let mut a = Command::new(python());
-    a.args(["-c", &stuck]).stdout(Stdio::piped());
-    prepared.confine(&mut a);
-    let mut a = a.spawn().expect("spawn A");
-    let mut line = String::new();
-    BufReader::new(a.stdout.take().expect("stdout"))
-        .read_line(&mut line)
-        .expect("read A");
-    assert_eq!(line.trim(), "full");
-    // B, another command of the same supervisor, binds and connects freely.
-    let mut b = Command::new(python());
-    b.args([fixture().as_str(), "own"]).arg(&h.project);
-    prepared.confine(&mut b);
-    let out = b.output().expect("run B");
-    let _ = a.kill();
-    let _ = a.wait();
-    assert!(stdout(&out).contains("own abstract ok"), "{}", show(&out));
+            h.project.join("full.sock").display()
+        );
+        let mut a = Command::new(python());
+        a.args(["-c", &stuck]).stdout(Stdio::piped());
+        prepared.confine(&mut a);
+        let mut a = a.spawn().expect("spawn A");
+        let mut line = String::new();
+        BufReader::new(a.stdout.take().expect("stdout"))
+            .read_line(&mut line)
+            .expect("read A");
+        assert_eq!(line.trim(), "full");
+        // B, another command of the same supervisor, binds and connects freely.
+        let mut b = Command::new(python());
+        b.args([fixture().as_str(), "own"]).arg(&h.project);
+        prepared.confine(&mut b);
+        let out = b.output().expect("run B");
+        let _ = a.kill();
+        let _ = a.wait();
+        assert!(stdout(&out).contains("own abstract ok"), "{}", show(&out));
+    }
 }

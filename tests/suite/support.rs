@@ -95,6 +95,7 @@ impl FakeHome {
     }
 
     /// `strument-sandbox run --project <project> <flags> -- <argv>`.
+    #[track_caller]
     pub fn run(&self, flags: &[&OsStr], argv: &[&str]) -> Output {
         output(&mut self.run_command(&self.project, flags, argv))
     }
@@ -102,8 +103,19 @@ impl FakeHome {
     /// The command `strument-sandbox run --project <project> <flags> --
     /// <argv>` with this home's environment, started in `project` (which
     /// need not be this home's project: a worktree, a clone), for the
-    /// caller to add variables to before running it.
+    /// caller to add variables to before running it. A confined run: the
+    /// calling test must sit in a `needs_landlock` module
+    /// ([`require_landlock`]).
+    #[track_caller]
     pub fn run_command(&self, project: &Path, flags: &[&OsStr], argv: &[&str]) -> Command {
+        require_landlock();
+        self.refused_run_command(project, flags, argv)
+    }
+
+    /// The same command for a run that is refused before anything is
+    /// confined (a policy error, a kernel without Landlock simulated): it
+    /// needs no Landlock, so runs in every profile.
+    pub fn refused_run_command(&self, project: &Path, flags: &[&OsStr], argv: &[&str]) -> Command {
         let mut cmd = Command::new(BIN);
         cmd.arg("run").arg("--project").arg(project);
         cmd.args(flags).arg("--").args(argv);
@@ -123,6 +135,7 @@ impl FakeHome {
     }
 
     /// `run` of `sh -c script`.
+    #[track_caller]
     pub fn sh(&self, script: &str) -> Output {
         self.run(&[], &["sh", "-c", script])
     }
@@ -324,9 +337,132 @@ fn landlock_filter(errno: i32) -> seccompiler::BpfProgram {
     filter.try_into().expect("compiles to BPF")
 }
 
+/// What a test needs from the machine beyond cargo, each the name of the
+/// module it sits in (`needs_landlock`, ...): the nextest profiles select
+/// tests by these segments of their paths (`.config/nextest.toml`), never
+/// by a list of topics.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Need {
+    /// A kernel that enforces Landlock (a confined run, `apply`, `prepare`).
+    Landlock,
+    /// crates.io, npm's or PyPI's registries, or Debian's archive reachable.
+    Network,
+    /// The VM tier: qemu and Debian's kernel images.
+    Qemu,
+    /// The container tier: podman and runc.
+    Podman,
+}
+
+impl Need {
+    /// Every need, as the profiles' filters list them.
+    pub const ALL: [Need; 4] = [Need::Landlock, Need::Network, Need::Qemu, Need::Podman];
+
+    /// The module a test with this need sits in.
+    pub fn module(self) -> &'static str {
+        match self {
+            Need::Landlock => "needs_landlock",
+            Need::Network => "needs_network",
+            Need::Qemu => "needs_qemu",
+            Need::Podman => "needs_podman",
+        }
+    }
+
+    /// Whether the test named `test` (`suite::topic::needs_x::name`) sits
+    /// in this need's module, at any depth.
+    pub fn holds_for(self, test: &str) -> bool {
+        test.split("::").any(|segment| segment == self.module())
+    }
+}
+
+/// Fails the calling test unless it sits in `need`'s module: a test that
+/// used Landlock, the network, qemu or podman outside it would run in a
+/// profile that has none (`nix build`'s) and fail there, or be left out
+/// of the one that has. The running test is the harness thread's name
+/// (libtest names each test's thread after it); on a thread the test
+/// started there is no name to check, and this checks nothing.
+#[track_caller]
+pub fn require(need: Need) {
+    let thread = std::thread::current();
+    let Some(test) = thread.name().filter(|name| name.starts_with("suite::")) else {
+        return;
+    };
+    assert!(
+        need.holds_for(test),
+        "{test} needs {need:?} but sits in no `{}` module: move it into one, so the \
+         nextest profiles that lack it leave it out (.config/nextest.toml)",
+        need.module()
+    );
+}
+
+/// Asserts the calling test may confine (it sits in `needs_landlock`) and
+/// this kernel enforces Landlock; returns what the probe found. Every
+/// confined run of a [`FakeHome`] asks this first.
+#[track_caller]
+pub fn require_landlock() -> strument_sandbox::Availability {
+    require(Need::Landlock);
+    let availability = strument_sandbox::probe();
+    assert!(
+        availability.supported(),
+        "this test needs a kernel that enforces Landlock; the probe says {:?} \
+         (the tests outside `needs_landlock` modules run without it: \
+         `cargo nextest run --features cli --profile nix-build`)",
+        availability.error
+    );
+    availability
+}
+
+/// The full name of test function `$name` of the calling module, as the
+/// harness filters on it (`suite::topic::needs_landlock::name`, the crate's
+/// own name left off): derived by the compiler, so renaming the function or
+/// moving it to another module cannot leave a stale name behind, and
+/// `$name` must be a function in scope.
+macro_rules! test_name {
+    ($name:ident) => {{
+        let _: fn() = $name;
+        $crate::suite::support::without_crate(concat!(module_path!(), "::", stringify!($name)))
+    }};
+}
+pub(crate) use test_name;
+
+/// `path` without its first segment, the test crate's name (`all::`).
+pub const fn without_crate(path: &'static str) -> &'static str {
+    let bytes = path.as_bytes();
+    let mut i = 0;
+    while i + 1 < bytes.len() {
+        if bytes[i] == b':' && bytes[i + 1] == b':' {
+            let (_, rest) = bytes.split_at(i + 2);
+            return match std::str::from_utf8(rest) {
+                Ok(rest) => rest,
+                Err(_) => panic!("a module path is UTF-8"),
+            };
+        }
+        i += 1;
+    }
+    panic!("a module path starts with its crate's name")
+}
+
+/// Copies `tests/fixtures/<name>` to `to`, leaving out any `target`.
+pub fn copy_fixture(name: &str, to: &Path) {
+    let from = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures")
+        .join(name);
+    fs::create_dir_all(to).expect("mkdir fixture copy");
+    for entry in fs::read_dir(&from).unwrap_or_else(|e| panic!("{}: {e}", from.display())) {
+        let entry = entry.expect("fixture entry");
+        if entry.file_type().expect("file type").is_file() {
+            fs::copy(entry.path(), to.join(entry.file_name())).expect("copy fixture file");
+        } else if entry.file_name() != "target" {
+            copy_fixture(
+                &format!("{name}/{}", entry.file_name().to_string_lossy()),
+                &to.join(entry.file_name()),
+            );
+        }
+    }
+}
+
 /// Runs the calling test's `body` in a child process (this test binary,
-/// filtered to this one test), so that an irreversible apply never
-/// confines the test harness. Returns the child's output; the body's own
+/// filtered to `test`, this test's own [`test_name!`]), so that an
+/// irreversible apply never confines the test harness. Returns the child's output; the body's own
 /// assertions decide the child's status.
 pub fn in_child(test: &str, body: impl FnOnce()) -> Option<Output> {
     super::roles::body_in_child(test, |_| {}, body)

@@ -15,6 +15,7 @@ use serial_test::serial;
 use super::support::{
     BIN, assert_scenarios_passed, output, require_tool, scenarios, scratch_base, show,
 };
+use super::support::{Need, require};
 
 /// One case of the matrix: what its guest must report.
 struct Case {
@@ -71,7 +72,9 @@ impl Case {
     }
 }
 
+#[track_caller]
 fn boot(case: &Case) -> Output {
+    require(Need::Qemu);
     require_tool("bash", "bash");
     require_tool("qemu-system-x86_64", "qemu-system-x86");
     if case.abi.is_some() {
@@ -196,104 +199,114 @@ fn assert_case(case: &Case) {
     }
 }
 
-/// A suite the archive does not serve fails the fetch, naming the suite,
-/// rather than booting some other kernel.
-#[test]
-fn a_kernel_the_archive_does_not_serve_fails_naming_the_suite() {
-    require_tool("apt-get", "apt");
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/vm/fetch-kernel.sh");
-    let cache = tempfile::Builder::new()
-        .prefix("vm-cache-")
-        .tempdir_in(scratch_base())
-        .expect("a scratch kernel cache");
-    let out = output(
-        Command::new("bash")
-            .arg(&script)
-            .arg("no-such-suite")
-            .env("VM_CACHE", cache.path()),
-    );
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        !out.status.success() && out.stdout.is_empty(),
-        "{}",
-        show(&out)
-    );
-    assert!(
-        stderr.contains("fetch-kernel[no-such-suite]: apt-get update of ")
-            && stderr.contains("no-such-suite failed"),
-        "{}",
-        show(&out)
-    );
-    // The granted half: the same script serves a real suite (what every
-    // boot below does, from the shared cache).
-    let out = output(Command::new("bash").arg(&script).arg("bookworm"));
-    assert!(
-        out.status.success() && String::from_utf8_lossy(&out.stdout).contains("KERNEL="),
-        "{}",
-        show(&out)
-    );
+/// The fetch of a kernel from Debian's archive, without booting it.
+mod needs_network {
+    use super::*;
+
+    /// A suite the archive does not serve fails the fetch, naming the suite,
+    /// rather than booting some other kernel.
+    #[test]
+    fn a_kernel_the_archive_does_not_serve_fails_naming_the_suite() {
+        require(Need::Network);
+        require_tool("apt-get", "apt");
+        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/vm/fetch-kernel.sh");
+        let cache = tempfile::Builder::new()
+            .prefix("vm-cache-")
+            .tempdir_in(scratch_base())
+            .expect("a scratch kernel cache");
+        let out = output(
+            Command::new("bash")
+                .arg(&script)
+                .arg("no-such-suite")
+                .env("VM_CACHE", cache.path()),
+        );
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            !out.status.success() && out.stdout.is_empty(),
+            "{}",
+            show(&out)
+        );
+        assert!(
+            stderr.contains("fetch-kernel[no-such-suite]: apt-get update of ")
+                && stderr.contains("no-such-suite failed"),
+            "{}",
+            show(&out)
+        );
+        // The granted half: the same script serves a real suite (what every
+        // boot below does, from the shared cache).
+        let out = output(Command::new("bash").arg(&script).arg("bookworm"));
+        assert!(
+            out.status.success() && String::from_utf8_lossy(&out.stdout).contains("KERNEL="),
+            "{}",
+            show(&out)
+        );
+    }
 }
 
-// Under plain `cargo test`, one guest at a time (nextest: the `vm` test group).
+/// Each boots a guest. Under plain `cargo test`, one guest at a time
+/// (nextest: the `vm` test group).
+mod needs_qemu {
+    use super::*;
 
-#[test]
-#[serial(vm)]
-fn bullseye_5_10_has_no_landlock_and_is_refused() {
-    assert_case(&Case::without_landlock("bullseye", "5.10.", "ENOSYS"));
-}
+    #[test]
+    #[serial(vm)]
+    fn bullseye_5_10_has_no_landlock_and_is_refused() {
+        assert_case(&Case::without_landlock("bullseye", "5.10.", "ENOSYS"));
+    }
 
-#[test]
-#[serial(vm)]
-fn bookworm_6_1_abi_2_passes_every_scenario_and_reports_truncate() {
-    assert_case(&Case {
-        check_results: &[
-            "tmux-run-shell-refused",
-            "tmux-send-keys-refused",
-            "no-route-around",
-            "datagram-refused",
-        ],
-        ..Case::with_abi(
-            "bookworm",
+    #[test]
+    #[serial(vm)]
+    fn bookworm_6_1_abi_2_passes_every_scenario_and_reports_truncate() {
+        assert_case(&Case {
+            check_results: &[
+                "tmux-run-shell-refused",
+                "tmux-send-keys-refused",
+                "no-route-around",
+                "datagram-refused",
+            ],
+            ..Case::with_abi(
+                "bookworm",
+                "6.1.",
+                2,
+                &["deputies", "explain-denials", "local_net", "truncate"],
+            )
+        });
+    }
+
+    #[test]
+    #[serial(vm)]
+    fn bookworm_6_1_with_landlock_off_at_boot_is_refused() {
+        assert_case(&Case::without_landlock(
+            "bookworm-lsm-off",
             "6.1.",
-            2,
-            &["deputies", "explain-denials", "local_net", "truncate"],
-        )
-    });
-}
+            "EOPNOTSUPP",
+        ));
+    }
 
-#[test]
-#[serial(vm)]
-fn bookworm_6_1_with_landlock_off_at_boot_is_refused() {
-    assert_case(&Case::without_landlock(
-        "bookworm-lsm-off",
-        "6.1.",
-        "EOPNOTSUPP",
-    ));
-}
+    #[test]
+    #[serial(vm)]
+    fn trixie_6_12_abi_6_passes_every_scenario() {
+        assert_case(&Case {
+            check_results: &[
+                "tmux-run-shell-refused",
+                "tmux-send-keys-refused",
+                "no-route-around",
+            ],
+            ..Case::with_abi("trixie", "6.12.", 6, &["deputies", "local_net", "truncate"])
+        });
+    }
 
-#[test]
-#[serial(vm)]
-fn trixie_6_12_abi_6_passes_every_scenario() {
-    assert_case(&Case {
-        check_results: &[
-            "tmux-run-shell-refused",
-            "tmux-send-keys-refused",
-            "no-route-around",
-        ],
-        ..Case::with_abi("trixie", "6.12.", 6, &["deputies", "local_net", "truncate"])
-    });
-}
-
-#[test]
-#[serial(vm)]
-fn sid_newest_kernel_confines_every_thread_and_closes_socket_routes() {
-    assert_case(&Case {
-        newest: true,
-        check_results: &[
-            "tmux-run-shell-refused",
-            "tmux-send-keys-refused",
-            "no-route-around",
-        ],
-        ..Case::with_abi("sid", "7.", 10, &["deputies", "tsync-threads"])
-    });
+    #[test]
+    #[serial(vm)]
+    fn sid_newest_kernel_confines_every_thread_and_closes_socket_routes() {
+        assert_case(&Case {
+            newest: true,
+            check_results: &[
+                "tmux-run-shell-refused",
+                "tmux-send-keys-refused",
+                "no-route-around",
+            ],
+            ..Case::with_abi("sid", "7.", 10, &["deputies", "tsync-threads"])
+        });
+    }
 }

@@ -1,7 +1,7 @@
 //! No confined command and no environment can widen the next sandbox: every
 //! root is judged by what it resolves to. These read `policy --json` with a
 //! fake home (no Landlock needed); the confined runs are in
-//! `kernel::widening`.
+//! `widening::needs_landlock`.
 
 use std::ffi::OsString;
 use std::fs;
@@ -644,3 +644,6 @@ fn a_git_pointer_at_another_working_trees_git_dir_is_skipped_and_real_ones_grant
     let report = policy(&h, &["--allow", &allow], &[]);
     assert!(granted_resolved(&report).contains(&main_git), "{report:#}");
 }
+
+/// The confined runs: what a command inside, or the environment, cannot widen.
+mod needs_landlock;

@@ -54,46 +54,18 @@ keyring=${VM_KEYRING:-/usr/share/keyrings/debian-archive-keyring.gpg}
 cache=${VM_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/strument-sandbox/vm}
 max_age=${VM_APT_MAX_AGE:-86400}
 
-apt_dir=$cache/apt/$suite
 kernels=$cache/kernels
-mkdir -p "$apt_dir/lists/partial" "$apt_dir/archives/partial" "$kernels" ||
-  die "cannot create the cache in $cache (set VM_CACHE)"
-# One fetch per suite at a time (two guests of one suite may start together).
-exec 9>"$apt_dir/lock"
-flock 9
-
-# Only the Packages index of main: no translations, no DEP-11 metadata.
-printf 'deb [arch=amd64 target=Packages signed-by=%s] %s %s main\n' \
-  "$keyring" "$mirror" "$suite" >"$apt_dir/sources.list"
-: >>"$apt_dir/status"
-apt_opts=(
-  -o "Dir::Etc::SourceList=$apt_dir/sources.list"
-  -o Dir::Etc::SourceParts=/nonexistent
-  -o "Dir::State::Lists=$apt_dir/lists"
-  -o "Dir::State::status=$apt_dir/status"
-  -o "Dir::Cache=$apt_dir"
-  -o "Dir::Cache::archives=$apt_dir/archives"
-  -o Dir::Cache::pkgcache= -o Dir::Cache::srcpkgcache=
-  -o Acquire::Languages=none
-  -o APT::Architecture=amd64
-  # The lists and downloads are this user's files; apt's _apt user may not reach them.
-  -o APT::Sandbox::User="$(id -un)"
-)
+mkdir -p "$kernels" || die "cannot create the cache in $cache (set VM_CACHE)"
+# shellcheck source=../lib/private-apt.sh
+. "$(dirname "${BASH_SOURCE[0]}")/../lib/private-apt.sh"
+# Only the Packages index of main: no translations, no DEP-11 metadata. One
+# fetch per suite at a time (two guests of one suite may start together).
+private_apt "$cache/apt/$suite" \
+  "deb [arch=amd64 target=Packages signed-by=$keyring] $mirror $suite main" \
+  APT::Architecture=amd64
 acache() { apt-cache "${apt_opts[@]}" "$@"; }
-
 # The newest version the archive serves: refresh lists older than max_age.
-stamp=$apt_dir/updated
-now=$(date +%s)
-if [ ! -f "$stamp" ] || [ $((now - $(stat -c %Y "$stamp"))) -ge "$max_age" ]; then
-  if apt-get -qq "${apt_opts[@]}" update >"$apt_dir/update.log" 2>&1 &&
-    ! grep -qE '^(W|E):' "$apt_dir/update.log"; then
-    touch "$stamp"
-  elif [ -f "$stamp" ]; then
-    note "apt-get update failed, using the package lists of $(date -ud "@$(stat -c %Y "$stamp")" +%FT%TZ): $(grep -E '^(W|E):' "$apt_dir/update.log" | head -n2 | tr '\n' ' ')"
-  else
-    die "apt-get update of $mirror $suite failed: $(grep -E '^(W|E):' "$apt_dir/update.log" | head -n3 | tr '\n' ' ')"
-  fi
-fi
+private_apt_update "$mirror $suite" "$max_age"
 
 # linux-image-amd64 -> linux-image-VERSION-amd64 (the kernel it stands for).
 package=$(acache depends linux-image-amd64 2>/dev/null |

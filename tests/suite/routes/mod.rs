@@ -28,7 +28,7 @@ mod table;
 use std::fs;
 use std::path::Path;
 
-use strument_sandbox::{Policy, probe};
+use strument_sandbox::Policy;
 
 use self::doc_table::{DocTable, compare_with_doc};
 use self::route::{Places, Side};
@@ -36,69 +36,78 @@ use self::runner::{judge, try_side};
 use super::roles::Role;
 use super::support::FakeHome;
 
-/// This test's full name, which the re-executed roles are filtered to.
-const THIS_TEST: &str = "suite::routes::every_write_route_lands_inside_and_is_refused_outside";
+use self::needs_landlock::THIS_TEST;
 
-#[test]
-fn every_write_route_lands_inside_and_is_refused_outside() {
-    match Role::current() {
-        Some((Role::RouteAttempt, argument)) => return roles::perform(&argument),
-        Some((Role::RouteTarget, _)) => return roles::be_target(),
-        Some((other, _)) => panic!("{THIS_TEST} does not play {other:?}"),
-        None => {}
-    }
-    let abi = probe().abi;
-    assert!(
-        abi >= 3,
-        "the route suite needs Landlock ABI 3 or later; this kernel has {abi}"
-    );
-    // SAFETY: geteuid has no preconditions.
-    let root = unsafe { libc::geteuid() } == 0;
+/// Real rulesets on this kernel.
+mod needs_landlock {
+    use super::*;
+    use crate::suite::support::{require_landlock, test_name};
 
-    let h = FakeHome::new();
-    let state = h.home.join("state");
-    let target_cwd = h.home.join("target-cwd");
-    for dir in [&state, &target_cwd] {
-        fs::create_dir_all(dir).expect("mkdir");
-    }
-    let prepared = Policy {
-        writable: vec![h.project.clone().into(), state.clone().into()],
-        ..Policy::default()
-    }
-    .prepare()
-    .expect("prepare the route policy");
-    let target = roles::start_target(&target_cwd);
+    /// This test's full name, which the re-executed roles are filtered to.
+    pub(super) const THIS_TEST: &str =
+        test_name!(every_write_route_lands_inside_and_is_refused_outside);
 
-    let routes = table::routes();
-    let mut failures = Vec::new();
-    let mut doc = DocTable::new();
-    for (row, route) in routes.iter().enumerate() {
-        let [granted, refused] = Side::BOTH.map(|side| {
-            let label = format!("r{row:02}-{side}");
-            let places = Places {
-                project: h.project.join(&label),
-                second_root: state.join(&label),
-                outside: h.home.join("outside").join(&label),
-                outside_too: h.home.join("outside2").join(&label),
-                target: target.process.clone(),
-                label,
-            };
-            try_side(&prepared, row, route, side, &places)
-        });
-        failures.extend(judge(route, &granted, &refused, root));
-        doc.add(route, &granted, &refused);
-    }
-    drop(target);
-    h.assert_sentinels_intact();
+    #[test]
+    fn every_write_route_lands_inside_and_is_refused_outside() {
+        match Role::current() {
+            Some((Role::RouteAttempt, argument)) => return roles::perform(&argument),
+            Some((Role::RouteTarget, _)) => return roles::be_target(),
+            Some((other, _)) => panic!("{THIS_TEST} does not play {other:?}"),
+            None => {}
+        }
+        let abi = require_landlock().abi;
+        assert!(
+            abi >= 3,
+            "the route suite needs Landlock ABI 3 or later; this kernel has {abi}"
+        );
+        // SAFETY: geteuid has no preconditions.
+        let root = unsafe { libc::geteuid() } == 0;
 
-    let generated = doc.section(abi, root);
-    let out_path = Path::new(env!("CARGO_TARGET_TMPDIR")).join("route-table.md");
-    fs::write(&out_path, &generated).expect("write the generated table");
-    assert!(
-        failures.is_empty(),
-        "{} route failures:\n{}",
-        failures.len(),
-        failures.join("\n")
-    );
-    compare_with_doc(&generated, abi, root);
+        let h = FakeHome::new();
+        let state = h.home.join("state");
+        let target_cwd = h.home.join("target-cwd");
+        for dir in [&state, &target_cwd] {
+            fs::create_dir_all(dir).expect("mkdir");
+        }
+        let prepared = Policy {
+            writable: vec![h.project.clone().into(), state.clone().into()],
+            ..Policy::default()
+        }
+        .prepare()
+        .expect("prepare the route policy");
+        let target = roles::start_target(&target_cwd);
+
+        let routes = table::routes();
+        let mut failures = Vec::new();
+        let mut doc = DocTable::new();
+        for (row, route) in routes.iter().enumerate() {
+            let [granted, refused] = Side::BOTH.map(|side| {
+                let label = format!("r{row:02}-{side}");
+                let places = Places {
+                    project: h.project.join(&label),
+                    second_root: state.join(&label),
+                    outside: h.home.join("outside").join(&label),
+                    outside_too: h.home.join("outside2").join(&label),
+                    target: target.process.clone(),
+                    label,
+                };
+                try_side(&prepared, row, route, side, &places)
+            });
+            failures.extend(judge(route, &granted, &refused, root));
+            doc.add(route, &granted, &refused);
+        }
+        drop(target);
+        h.assert_sentinels_intact();
+
+        let generated = doc.section(abi, root);
+        let out_path = Path::new(env!("CARGO_TARGET_TMPDIR")).join("route-table.md");
+        fs::write(&out_path, &generated).expect("write the generated table");
+        assert!(
+            failures.is_empty(),
+            "{} route failures:\n{}",
+            failures.len(),
+            failures.join("\n")
+        );
+        compare_with_doc(&generated, abi, root);
+    }
 }

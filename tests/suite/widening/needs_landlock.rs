@@ -10,7 +10,7 @@ use std::path::Path;
 use std::process::{Command, Output};
 
 use super::super::support::{BIN, FakeHome, assert_success, output, require_tool, show};
-use super::super::widening::{granted_resolved, real_repositories};
+use super::{granted_resolved, real_repositories};
 
 fn stderr(out: &Output) -> String {
     String::from_utf8_lossy(&out.stderr).into_owned()

@@ -1,0 +1,363 @@
+//! What a policy confines: a command run, a prepared policy's children,
+//! the process itself (every thread) and a library session's commands
+//! write in the project and nowhere else, with real toolchains and the
+//! filesystem checked afterwards, while the caller stays free. Only
+//! [`missing_roots_are_skipped_and_reported`] needs no Landlock.
+
+use std::fs;
+use std::path::Path;
+use std::process::Command;
+
+use strument_sandbox::{ApplyError, Policy, SkipReason};
+
+use super::support::require_landlock;
+use super::support::test_name;
+use super::support::{FakeHome, assert_success, in_child, output, require_tool, show};
+
+/// A policy granting `h`'s project and `root`.
+fn project_and(h: &FakeHome, root: &Path) -> Policy {
+    Policy {
+        writable: vec![h.project.clone().into(), root.to_path_buf().into()],
+        ..Policy::default()
+    }
+}
+
+#[test]
+fn missing_roots_are_skipped_and_reported() {
+    let h = FakeHome::new();
+    let missing = h.home.join("not-yet");
+    let report = project_and(&h, &missing).check().expect("absolute paths");
+    assert_eq!(report.granted_paths(), [h.project.as_path()]);
+    assert_eq!(report.skipped.len(), 1);
+    assert_eq!(report.skipped[0].path, missing);
+    assert_eq!(report.skipped[0].reason, SkipReason::Missing);
+}
+
+/// A worker thread started before `apply`, which then writes `name` in the
+/// project and outside it (in the home) when told to; returns whether each
+/// write worked.
+fn worker_writing(
+    h: &FakeHome,
+    name: &str,
+) -> (
+    std::sync::mpsc::Sender<()>,
+    std::thread::JoinHandle<(bool, bool)>,
+) {
+    let (tx, rx) = std::sync::mpsc::channel::<()>();
+    let (inside, outside) = (h.project.join(name), h.home.join(name));
+    let worker = std::thread::spawn(move || {
+        rx.recv().expect("the go-ahead");
+        (
+            fs::write(&inside, "x").is_ok(),
+            fs::write(&outside, "x").is_ok(),
+        )
+    });
+    (tx, worker)
+}
+
+/// `apply` with a second thread running, where the probe says TSYNC is
+/// missing: refused, naming the threads, and every thread left unconfined.
+fn assert_refused_and_every_thread_free() {
+    let h = FakeHome::new();
+    let (go, worker) = worker_writing(&h, "worker-free");
+    let result = Policy {
+        writable: vec![h.project.clone().into()],
+        ..Policy::default()
+    }
+    .apply();
+    match result {
+        Err(ApplyError::Threads { threads, .. }) => assert!(threads >= 2, "{threads}"),
+        other => panic!("expected a refusal naming the threads, got {other:?}"),
+    }
+    // Refused means unconfined: this thread and the worker can still write
+    // anywhere.
+    fs::write(h.home.join("still-free"), "x").expect("refusal left the process confined");
+    go.send(()).expect("worker waiting");
+    let (inside, outside) = worker.join().expect("worker thread");
+    assert!(
+        inside && outside && h.home.join("worker-free").is_file(),
+        "the worker was confined: inside {inside}, outside {outside}"
+    );
+}
+
+/// Builds `examples/NAME.rs` with this test's features and profile, and
+/// returns the executable (beside the test binary's `deps/`).
+fn build_example(name: &str) -> std::path::PathBuf {
+    let mut cargo = Command::new(env!("CARGO"));
+    cargo
+        .args(["build", "--quiet", "--features", "cli", "--example", name])
+        .arg("--manifest-path")
+        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("Cargo.toml"));
+    if !cfg!(debug_assertions) {
+        cargo.arg("--release");
+    }
+    assert_success(&output(&mut cargo));
+    let exe = std::env::current_exe().expect("the test binary's path");
+    let profile = exe
+        .parent()
+        .and_then(Path::parent)
+        .expect("target/<profile>/deps/<test>");
+    profile.join("examples").join(name)
+}
+
+/// Real rulesets on this kernel, the filesystem checked afterwards.
+mod needs_landlock {
+    use super::*;
+
+    #[test]
+    fn landlock_is_available_on_this_kernel() {
+        // The precondition every test below asserts too, alone: when this
+        // fails, the others' failures say nothing more.
+        require_landlock();
+    }
+
+    #[test]
+    fn rename_between_project_directories_works() {
+        let h = FakeHome::new();
+        let out = h.sh("mkdir -p a/deep b && echo x > a/deep/f && mv a/deep/f b/f && mv b a/b2");
+        assert_success(&out);
+        assert!(h.project.join("a/b2/f").is_file() && !h.project.join("a/deep/f").exists());
+    }
+
+    #[test]
+    fn git_commits_in_the_project_and_in_a_worktree_whose_repository_is_outside() {
+        require_tool("git", "git");
+        let h = FakeHome::new();
+        let git = |dir: &Path, args: &[&str]| {
+            let mut cmd = Command::new("git");
+            h.env(&mut cmd);
+            cmd.current_dir(dir).args(args);
+            let out = output(&mut cmd);
+            assert_success(&out);
+            out
+        };
+        // A plain repository in the project.
+        git(&h.project, &["init", "-q", "-b", "main"]);
+        let out = h.sh("echo a > a && git add a && git commit -qm in-project");
+        assert_success(&out);
+        let log = git(&h.project, &["log", "--format=%s"]);
+        assert_eq!(String::from_utf8_lossy(&log.stdout).trim(), "in-project");
+
+        // A linked worktree as the project; the main repository lives outside.
+        let main = h.home.join("repos/main");
+        fs::create_dir_all(&main).expect("mkdir main repo");
+        git(&main, &["init", "-q", "-b", "main"]);
+        fs::write(main.join("README"), "main\n").expect("readme");
+        git(&main, &["add", "README"]);
+        git(&main, &["commit", "-qm", "root"]);
+        let wt = h.home.join("wt-project");
+        git(
+            &main,
+            &[
+                "worktree",
+                "add",
+                "-q",
+                "-b",
+                "feature",
+                wt.to_str().expect("utf-8"),
+            ],
+        );
+        let script = "echo b > b && git add b && git commit -qm in-worktree && echo evil > ../repos/main/README";
+        let out = output(&mut h.run_command(&wt, &[], &["sh", "-c", script]));
+        assert!(
+            !out.status.success(),
+            "writing the main worktree's files succeeded\n{}",
+            show(&out)
+        );
+        assert!(
+            String::from_utf8_lossy(&out.stderr).contains("ermission denied"),
+            "{}",
+            show(&out)
+        );
+        let log = git(&main, &["log", "--format=%s", "feature"]);
+        assert_eq!(
+            String::from_utf8_lossy(&log.stdout).lines().next(),
+            Some("in-worktree")
+        );
+        assert_eq!(
+            fs::read_to_string(main.join("README")).expect("read"),
+            "main\n"
+        );
+    }
+
+    #[test]
+    fn dev_null_multiprocessing_and_mktemp_keep_working() {
+        let python = require_tool("python3", "python3");
+        let h = FakeHome::new();
+        let out = h.sh(
+        "echo discard > /dev/null && \
+         f=$(mktemp) && echo t > \"$f\" && rm \"$f\" && d=$(mktemp -d) && rmdir \"$d\" && echo mktemp-ok",
+    );
+        assert_success(&out);
+        assert!(String::from_utf8_lossy(&out.stdout).contains("mktemp-ok"));
+        let script = "import multiprocessing as mp\n\
+                  if __name__ == '__main__':\n    \
+                      lock = mp.Lock()\n    \
+                      with mp.Pool(2) as p:\n        \
+                          open('squares', 'w').write(repr(p.map(abs, [-1, -2, 3])))\n";
+        let out = h.run(&[], &[python.to_str().expect("utf-8"), "-c", script]);
+        assert_success(&out);
+        assert_eq!(
+            fs::read_to_string(h.project.join("squares")).expect("result"),
+            "[1, 2, 3]"
+        );
+    }
+
+    #[test]
+    fn a_root_created_after_apply_stays_unwritable() {
+        let h = FakeHome::new();
+        require_landlock();
+        let later = h.home.join("later");
+        let prepared = project_and(&h, &later).prepare().expect("prepare");
+        assert_eq!(prepared.report().skipped.len(), 1);
+        fs::create_dir(&later).expect("create the root after the ruleset is built");
+        let mut cmd = Command::new("sh");
+        cmd.args(["-c", "echo no > \"$1\"/file; echo yes > project-file", "sh"])
+            .arg(&later);
+        cmd.current_dir(&h.project);
+        prepared.confine(&mut cmd);
+        let out = output(&mut cmd);
+        assert!(
+            String::from_utf8_lossy(&out.stderr).contains("ermission denied"),
+            "{}",
+            show(&out)
+        );
+        assert!(
+            !later.join("file").exists(),
+            "a root created after apply became writable"
+        );
+        assert!(
+            h.project.join("project-file").is_file(),
+            "the project was not writable"
+        );
+        // And the caller was not confined.
+        fs::write(h.home.join("caller-still-free"), "x").expect("the parent stays unconfined");
+    }
+
+    /// On this kernel as it is: from ABI 8 (TSYNC) `apply` confines every
+    /// thread, a worker started before it included (its write outside the
+    /// project fails and leaves nothing, its write inside lands); below ABI 8
+    /// it is refused and every thread stays free. The portable VM tier's 7.x
+    /// guest runs the TSYNC side too (tests/vm/checks/sid/tsync-threads.sh).
+    #[test]
+    fn apply_in_a_multithreaded_process_confines_every_thread_or_is_refused() {
+        in_child(
+            test_name!(apply_in_a_multithreaded_process_confines_every_thread_or_is_refused),
+            || {
+                let a = require_landlock();
+                if !a.all_threads() {
+                    return assert_refused_and_every_thread_free();
+                }
+                let h = FakeHome::new();
+                let (go, worker) = worker_writing(&h, "worker-write");
+                let report = Policy {
+                    writable: vec![h.project.clone().into()],
+                    ..Policy::default()
+                }
+                .apply()
+                .expect("ABI 8 confines every thread");
+                assert!(report.landlock.all_threads());
+                go.send(()).expect("worker waiting");
+                let (inside, outside) = worker.join().expect("worker thread");
+                assert!(
+                    inside && h.project.join("worker-write").is_file(),
+                    "the worker could not write in the project"
+                );
+                assert!(
+                    !outside && !h.home.join("worker-write").exists(),
+                    "a thread started before apply wrote outside the project"
+                );
+            },
+        );
+    }
+
+    /// The refusal on every host: the ABI capped at 7 in the child (a debug
+    /// build's `STRUMENT_SANDBOX_TEST_ABI_CAP`), whatever the kernel offers.
+    #[test]
+    fn apply_in_a_multithreaded_process_without_tsync_is_refused() {
+        crate::suite::roles::body_in_child(
+            test_name!(apply_in_a_multithreaded_process_without_tsync_is_refused),
+            |cmd| {
+                cmd.env("STRUMENT_SANDBOX_TEST_ABI_CAP", "7");
+            },
+            || {
+                let a = require_landlock();
+                assert!(
+                    !a.all_threads(),
+                    "STRUMENT_SANDBOX_TEST_ABI_CAP=7 did not cap the ABI below TSYNC (a debug build \
+                 is needed): {a:?}"
+                );
+                assert_refused_and_every_thread_free();
+            },
+        );
+    }
+
+    /// examples/tokio_agent.rs: an agent on tokio opens one `Session` and
+    /// confines 32 commands it runs at once through it. Each child's write in
+    /// the project lands and its write outside is refused, while the agent,
+    /// whose runtime threads were never confined, still writes outside.
+    #[test]
+    fn an_async_agent_confines_32_children_and_stays_unconfined() {
+        let home = FakeHome::new();
+        let outside = home.home.join("outside");
+        fs::create_dir(&outside).expect("mkdir outside");
+        require_landlock();
+        let example = build_example("tokio_agent");
+        let mut cmd = Command::new(&example);
+        home.env(&mut cmd);
+        cmd.arg(&home.project).arg(&outside).arg("32");
+        let out = output(&mut cmd);
+        assert_success(&out);
+        for i in 0..32 {
+            let inside = home.project.join(format!("child-{i}"));
+            let written = fs::read_to_string(&inside)
+                .unwrap_or_else(|e| panic!("{}: {e}\n{}", inside.display(), show(&out)));
+            assert_eq!(written, format!("child {i}\n"));
+            assert!(
+                !outside.join(format!("child-{i}")).exists(),
+                "child {i} wrote outside the project\n{}",
+                show(&out)
+            );
+        }
+        assert_eq!(
+            fs::read_to_string(outside.join("agent")).expect("the agent's own write outside"),
+            "written by the agent\n"
+        );
+        home.assert_sentinels_intact();
+    }
+
+    /// The library's entrance: a session over a project runs its command
+    /// confined (a write in the project lands, one in the home is refused),
+    /// reports the hook the command planted exactly once, and leaves the caller
+    /// free to write where the command could not.
+    #[test]
+    fn a_session_confines_its_command_and_reports_a_planted_hook_once() {
+        let h = FakeHome::new();
+        fs::create_dir_all(h.project.join(".git/hooks")).expect("mkdir .git/hooks");
+        let outside = h.home.join("outside");
+        require_landlock();
+        let session = strument_sandbox::Session::builder(&h.project)
+            .create_caches(false)
+            .open()
+            .expect("Landlock is here");
+        let mut cmd = Command::new("sh");
+        cmd.args([
+            "-c",
+            r#"echo in > kept; echo hook > .git/hooks/pre-commit; echo out > "$0""#,
+        ])
+        .arg(&outside)
+        .current_dir(&h.project);
+        let finished = session.run(&mut cmd).expect("sh runs");
+        assert!(!finished.status.success(), "the write outside was refused");
+        assert_eq!(
+            fs::read_to_string(h.project.join("kept")).expect("written"),
+            "in\n"
+        );
+        assert!(!outside.exists(), "the command wrote in the home");
+        let names: Vec<_> = finished.changes.iter().map(|c| c.name.clone()).collect();
+        assert_eq!(names, [Path::new(".git/hooks/pre-commit")]);
+        assert!(session.changes().is_empty(), "reported twice");
+        fs::write(&outside, "the caller\n").expect("the caller is not confined");
+        h.assert_sentinels_intact();
+    }
+}
