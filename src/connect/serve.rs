@@ -105,30 +105,30 @@ impl Served {
 
     /// Answers a call performed here: the notification received, or a
     /// restart of it that came meanwhile; when the thread waits in none of
-    /// them, the result is kept for the restart to come.
+    /// them, the result is kept for the restart to come. The table stays
+    /// locked throughout, so that a restart received meanwhile finds either
+    /// the call still running or its result.
     fn answer_performed(&self, notif: &sys::Notification, outcome: Outcome) {
         let tid = notif.pid as i32;
+        let same = |e: &Performed| e.nr == notif.data.nr && e.args == notif.data.args;
+        let Ok(mut performed) = self.performed.lock() else {
+            let _ = answer(&self.fd, notif.id, outcome);
+            return;
+        };
         let mut ids = vec![notif.id];
-        if let Ok(mut performed) = self.performed.lock() {
-            if let Some(entry) = performed.get(&tid) {
-                if let (true, Stage::Running(restarts)) = (
-                    entry.nr == notif.data.nr && entry.args == notif.data.args,
-                    &entry.state,
-                ) {
-                    ids.extend(restarts.iter().rev());
-                    performed.remove(&tid);
-                }
-            }
+        if let Some(Stage::Running(restarts)) =
+            performed.get(&tid).filter(|e| same(e)).map(|e| &e.state)
+        {
+            ids.extend(restarts.iter().rev());
         }
-        let answered = ids.iter().any(|id| {
-            match outcome {
-                Ok(val) => sys::answer(&self.fd, *id, val, 0),
-                Err(errno) => sys::answer(&self.fd, *id, 0, errno),
+        let answered = ids.iter().any(|id| answer(&self.fd, *id, outcome).is_ok());
+        match performed.get(&tid) {
+            // The thread moved on to another call: that one's entry stays.
+            Some(e) if !same(e) => {}
+            _ if answered => {
+                performed.remove(&tid);
             }
-            .is_ok()
-        });
-        if !answered {
-            if let Ok(mut performed) = self.performed.lock() {
+            _ => {
                 performed.insert(
                     tid,
                     Performed {
@@ -139,6 +139,13 @@ impl Served {
                 );
             }
         }
+    }
+}
+
+fn answer(listener: &OwnedFd, id: u64, outcome: Outcome) -> io::Result<()> {
+    match outcome {
+        Ok(val) => sys::answer(listener, id, val, 0),
+        Err(errno) => sys::answer(listener, id, 0, errno),
     }
 }
 
