@@ -268,6 +268,53 @@ mod needs_landlock {
         );
     }
 
+    /// An i386 program's `sendmsg` and `sendmmsg` (the kernel's compat
+    /// layout) are read, decided and performed like a 64-bit one's.
+    #[cfg(target_arch = "x86_64")]
+    #[test]
+    fn a_32_bit_program_s_messages_are_read_in_its_layout() {
+        let h = FakeHome::new();
+        // Bound well before the session (a socket in the project that
+        // changed as it began is not the project's).
+        let outside = h.home.join("outside-compat.sock");
+        let receiver = UnixDatagram::bind(&outside).expect("bind outside");
+        let inside = h.project.join("inside-compat.sock");
+        let own = UnixDatagram::bind(&inside).expect("bind in the project");
+        let cc = require_tool("cc", "gcc");
+        let source = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/compat32.c");
+        let binary = h.home.join("compat32");
+        assert_success(&output(
+            Command::new(cc)
+                .args(["-m32", "-O1", "-nostdlib", "-static", "-ffreestanding"])
+                .args(["-fno-pic", "-fno-stack-protector", "-o"])
+                .arg(&binary)
+                .arg(&source),
+        ));
+        let binary = binary.to_str().expect("UTF-8").to_owned();
+        let outside = outside.to_str().expect("UTF-8");
+        settle();
+        let rights = "i386 sendmsg rights 1\ni386 received fd works: yes\n";
+        // Granted: unconfined, and confined to a socket in the project.
+        let out = output(Command::new(&binary).arg(outside));
+        let sent = "i386 sendmsg named 1\ni386 sendmmsg named 2 1 1\n";
+        assert_eq!(stdout(&out), format!("{rights}{sent}"), "{}", show(&out));
+        assert_eq!(received_unix(&receiver).len(), 3);
+        let out = h.run(&[], &[&binary, inside.to_str().expect("UTF-8")]);
+        assert_eq!(stdout(&out), format!("{rights}{sent}"), "{}", show(&out));
+        assert_eq!(received_unix(&own).len(), 3);
+        // Refused: the socket outside; msg_len untouched.
+        let out = h.run(&[], &[&binary, outside]);
+        let e = libc::EACCES;
+        assert_eq!(
+            stdout(&out),
+            format!("{rights}i386 sendmsg named -{e}\ni386 sendmmsg named -{e} 99 99\n"),
+            "{}",
+            show(&out)
+        );
+        settle();
+        assert_eq!(received_unix(&receiver), Vec::<String>::new());
+    }
+
     /// A signal to a thread whose send the supervisor performs: from Linux
     /// 5.19 the call is not interrupted (`WAIT_KILLABLE_RECV`); without it,
     /// as on older kernels, the kernel restarts the call, which the
