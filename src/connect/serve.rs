@@ -1069,6 +1069,61 @@ mod tests {
         assert_eq!(parse_inet(&unspec, true), parse_inet(&inet, false));
     }
 
+    fn notification(tid: u32, id: u64, nr: i32, arg0: u64) -> sys::Notification {
+        let mut notif: sys::Notification = empty_notification();
+        notif.pid = tid;
+        notif.id = id;
+        notif.data.nr = nr;
+        notif.data.args[0] = arg0;
+        notif
+    }
+
+    fn empty_notification() -> sys::Notification {
+        sys::Notification {
+            id: 0,
+            pid: 0,
+            flags: 0,
+            data: libc::seccomp_data {
+                nr: 0,
+                arch: 0,
+                instruction_pointer: 0,
+                args: [0; 6],
+            },
+        }
+    }
+
+    #[test]
+    fn a_restarted_call_gets_the_first_call_s_result_and_another_call_does_not() {
+        // Answers on this descriptor fail, as for a thread gone from its wait.
+        let fd = OwnedFd::from(File::open("/dev/null").expect("open /dev/null"));
+        let served = Served {
+            fd,
+            performed: Mutex::new(HashMap::new()),
+        };
+        let first = notification(7, 1, 46, 3);
+        // Running on a thread of its own: a restart waits for it.
+        served.running(&first);
+        assert!(served.restarted(&notification(7, 2, 46, 3)));
+        // Another thread's call, or another call, is no restart.
+        assert!(!served.restarted(&notification(8, 3, 46, 3)));
+        assert!(!served.restarted(&notification(7, 4, 46, 4)));
+        // Done, its answer (and the restart's) failing: kept for the next.
+        served.answer_performed(&first, Ok(5));
+        let kept = |tid| {
+            served
+                .performed
+                .lock()
+                .expect("lock")
+                .get(&tid)
+                .map(|e| matches!(e.state, Stage::Done(Ok(5))))
+        };
+        assert_eq!(kept(7), Some(true));
+        assert!(served.restarted(&notification(7, 5, 46, 3)));
+        // The thread moved on to another call: the result is forgotten.
+        assert!(!served.restarted(&notification(7, 6, 44, 3)));
+        assert_eq!(kept(7), None);
+    }
+
     #[test]
     fn a_socket_path_too_long_for_sun_path_is_refused() {
         assert_eq!(
