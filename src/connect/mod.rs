@@ -1,6 +1,6 @@
 //! The connect supervisor: the sandbox's decision on every `connect`,
-//! `bind` and addressed `sendto` a confined command makes, on every kernel
-//! with Landlock.
+//! `bind`, addressed `sendto`, and every `sendmsg` and `sendmmsg` a
+//! confined command makes, on every kernel with Landlock.
 //!
 //! A confined child installs, before `exec`, a seccomp filter whose
 //! listener it sends here over a socket; a thread of this process then
@@ -22,10 +22,25 @@
 //! (`NETLINK_SOCK_DIAG`, by sockfs inode and cookie) when a later connect
 //! is decided.
 //!
-//! What the server on the other end sees as its peer (`SO_PEERCRED`) is
-//! this process: its pid, and the same user and group as the command.
+//! Every `sendmsg` and `sendmmsg` is performed here, with or without an
+//! address: whether `msg_name` is set, and which socket the descriptor
+//! number names, can change between a check and the kernel's own read. The
+//! message headers, iovecs, data and control messages are read once (in
+//! the thread's layout, 64-bit or compat: see `message`), each name is
+//! decided as a `sendto`'s, `SCM_RIGHTS` descriptors are fetched with
+//! `pidfd_getfd` and sent under this process's numbers, `SCM_CREDENTIALS`
+//! naming the thread's own process is dropped, and every send carries
+//! `MSG_NOSIGNAL` (a `SIGPIPE` owed is sent to the thread). A call whose
+//! answer finds the thread interrupted (before Linux 5.19, which has
+//! `SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV`) is remembered, and its restart
+//! is answered with the same result instead of being performed twice.
+//!
+//! What the server on the other end sees as its peer (`SO_PEERCRED`, and
+//! the credentials of a datagram to a receiver with `SO_PASSCRED`) is this
+//! process: its pid, and the same user and group as the command.
 
 pub(crate) mod filter;
+mod message;
 mod rules;
 mod serve;
 
