@@ -68,21 +68,10 @@ impl Prepared {
     }
 
     /// The supervisor's end for a child started by [`Spawn`](crate::spawn::Spawn),
-    /// whose listener [`Prepared::take_sent`] takes once it has exec'd
-    /// (see `Supervisor::direct_hook`).
-    pub(crate) fn direct_connect_hook(
-        &self,
-    ) -> io::Result<(crate::connect::ChildHook, std::os::fd::OwnedFd)> {
+    /// with the thread that serves it already running (see
+    /// `Supervisor::direct_hook`).
+    pub(crate) fn direct_connect_hook(&self) -> io::Result<crate::connect::ChildHook> {
         self.connect.direct_hook()
-    }
-
-    /// Takes the listener a child started with
-    /// [`Prepared::direct_connect_hook`] sent on `ours`.
-    pub(crate) fn take_sent(
-        &self,
-        ours: &std::os::fd::OwnedFd,
-    ) -> io::Result<crate::connect::Sent> {
-        self.connect.take_sent(ours)
     }
 
     /// The variables a command started by [`Spawn`](crate::spawn::Spawn)

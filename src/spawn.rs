@@ -26,7 +26,7 @@
 
 use std::ffi::{CString, OsStr, OsString, c_char};
 use std::io;
-use std::os::fd::{BorrowedFd, RawFd};
+use std::os::fd::RawFd;
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::process::ExitStatusExt;
 use std::path::PathBuf;
@@ -48,9 +48,6 @@ pub struct Spawn {
     /// Descriptors the child gets as its standard output and error, by
     /// `dup2` before anything else (`(from, to)`, `to` 1 or 2).
     redirect: Vec<(RawFd, RawFd)>,
-    /// Whether the connect supervisor's thread waits for
-    /// [`Spawned::serve_connects`].
-    serve_on_demand: bool,
 }
 
 /// A child started by [`Spawn::spawn`]. Dropping it neither waits for nor
@@ -59,8 +56,6 @@ pub struct Spawn {
 pub struct Spawned {
     pid: libc::pid_t,
     status: Option<ExitStatus>,
-    /// The child's connect listener until it is served.
-    unserved: Option<crate::connect::Sent>,
 }
 
 impl Spawn {
@@ -79,7 +74,6 @@ impl Spawn {
             env: None,
             cwd: None,
             redirect: Vec::new(),
-            serve_on_demand: false,
         }
     }
 
@@ -181,29 +175,6 @@ impl Spawn {
         self
     }
 
-    /// The connect supervisor's thread for this child starts only when the
-    /// caller asks ([`Spawned::serve_connects`], or the first
-    /// [`Spawned::wait`]), not at the start: a caller that waits on the
-    /// child's [`Spawned::connect_listener`] with its own loop starts no
-    /// thread for a command that makes no `connect` or `bind`. Until then
-    /// such a call of the child waits; it is never let through unchecked.
-    ///
-    /// # Examples
-    ///
-    /// ```no_run
-    /// use strument_sandbox::{Policy, spawn::Spawn};
-    /// let prepared = Policy { writable: vec!["/tmp".into()], ..Policy::default() }.prepare()?;
-    /// let mut child = Spawn::new("true").serve_connects_on_demand().spawn(&prepared)?;
-    /// // poll(2) child.connect_listener() beside other work; when readable:
-    /// child.serve_connects()?;
-    /// child.wait()?;
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    pub fn serve_connects_on_demand(mut self) -> Spawn {
-        self.serve_on_demand = true;
-        self
-    }
-
     /// Starts the command confined by `prepared` and returns once it has
     /// exec'd. The child restricts itself exactly as with
     /// [`Prepared::confine`](crate::Prepared::confine) (`no_new_privs`, the
@@ -237,28 +208,15 @@ impl Spawn {
         };
         let extra = prepared.environment_to_set(&chosen);
         // Without the supervisor nothing may run, as with `confine`.
-        // Its listener is taken here, once the child has exec'd: no thread
-        // waits for it.
-        let (hook, ours) = prepared.direct_connect_hook()?;
+        // A socket pair and a serving thread for this child alone: no
+        // thread waits for the listeners of others.
+        let hook = prepared.direct_connect_hook()?;
         let connect = Some((hook.program(), hook.sender()));
         let started = self.start(Some((ruleset, filter)), connect, Some(keep), &extra);
+        // The child's copy closed at exec; ours now, so that the serving
+        // thread of a child that failed before sending sees the end.
         drop(hook);
-        let mut spawned = started?;
-        let sent = match prepared.take_sent(&ours) {
-            Ok(sent) => sent,
-            Err(e) => {
-                // Unserved, its `connect`s would fail: it does not run on.
-                sys::kill_and_reap(spawned.pid);
-                return Err(e);
-            }
-        };
-        if self.serve_on_demand {
-            spawned.unserved = Some(sent);
-        } else if let Err(e) = sent.serve() {
-            sys::kill_and_reap(spawned.pid);
-            return Err(e);
-        }
-        Ok(spawned)
+        started
     }
 
     /// Starts the command unconfined, by the same path: what confining adds
@@ -330,11 +288,7 @@ impl Spawn {
             hook: None,
         };
         let pid = sys::spawn(&mut plan)?;
-        Ok(Spawned {
-            pid,
-            status: None,
-            unserved: None,
-        })
+        Ok(Spawned { pid, status: None })
     }
 }
 
@@ -352,52 +306,6 @@ impl Spawned {
     #[must_use]
     pub fn id(&self) -> u32 {
         self.pid.unsigned_abs()
-    }
-
-    /// The connect supervisor's listener for this child while it is not
-    /// served yet ([`Spawn::serve_connects_on_demand`]): readable when the
-    /// child waits on a `connect` or `bind`, which
-    /// [`Spawned::serve_connects`] then answers.
-    ///
-    /// # Examples
-    ///
-    /// ```no_run
-    /// # let prepared = strument_sandbox::Policy::default().prepare()?;
-    /// let child = strument_sandbox::spawn::Spawn::new("true")
-    ///     .serve_connects_on_demand()
-    ///     .spawn(&prepared)?;
-    /// assert!(child.connect_listener().is_some());
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    #[must_use]
-    pub fn connect_listener(&self) -> Option<BorrowedFd<'_>> {
-        self.unserved.as_ref().map(crate::connect::Sent::fd)
-    }
-
-    /// Starts the connect supervisor's thread for this child, if it is not
-    /// running yet.
-    ///
-    /// # Errors
-    ///
-    /// When the thread cannot start: the listener is then dropped, and the
-    /// child's `connect` and `bind` calls fail with `ENOSYS`.
-    ///
-    /// # Examples
-    ///
-    /// ```no_run
-    /// # let prepared = strument_sandbox::Policy::default().prepare()?;
-    /// let mut child = strument_sandbox::spawn::Spawn::new("curl")
-    ///     .arg("http://localhost:8080")
-    ///     .serve_connects_on_demand()
-    ///     .spawn(&prepared)?;
-    /// child.serve_connects()?;
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    pub fn serve_connects(&mut self) -> io::Result<()> {
-        match self.unserved.take() {
-            Some(sent) => sent.serve(),
-            None => Ok(()),
-        }
     }
 
     /// Waits for the child to end and reaps it; later calls return the
@@ -418,9 +326,6 @@ impl Spawned {
         if let Some(status) = self.status {
             return Ok(status);
         }
-        // Served while waited for: a failure to start the thread is the
-        // child's (its calls fail), not the wait's.
-        let _ = self.serve_connects();
         let raw = sys::wait_pid(self.pid, true)?.ok_or_else(|| io::Error::other("no status"))?;
         let status = ExitStatus::from_raw(raw);
         self.status = Some(status);
@@ -442,7 +347,6 @@ impl Spawned {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn try_wait(&mut self) -> io::Result<Option<ExitStatus>> {
-        let _ = self.serve_connects();
         if self.status.is_none() {
             self.status = sys::wait_pid(self.pid, false)?.map(ExitStatus::from_raw);
         }

@@ -1,6 +1,6 @@
 //! The connect supervisor: the sandbox's decision on every `connect`,
-//! `bind` and addressed `sendto` a confined command makes, on every kernel
-//! with Landlock.
+//! `bind`, addressed `sendto`, and every `sendmsg` and `sendmmsg` a
+//! confined command makes, on every kernel with Landlock.
 //!
 //! A confined child installs, before `exec`, a seccomp filter whose
 //! listener it sends here over a socket; a thread of this process then
@@ -22,10 +22,25 @@
 //! (`NETLINK_SOCK_DIAG`, by sockfs inode and cookie) when a later connect
 //! is decided.
 //!
-//! What the server on the other end sees as its peer (`SO_PEERCRED`) is
-//! this process: its pid, and the same user and group as the command.
+//! Every `sendmsg` and `sendmmsg` is performed here, with or without an
+//! address: whether `msg_name` is set, and which socket the descriptor
+//! number names, can change between a check and the kernel's own read. The
+//! message headers, iovecs, data and control messages are read once (in
+//! the thread's layout, 64-bit or compat: see `message`), each name is
+//! decided as a `sendto`'s, `SCM_RIGHTS` descriptors are fetched with
+//! `pidfd_getfd` and sent under this process's numbers, `SCM_CREDENTIALS`
+//! naming the thread's own process is dropped, and every send carries
+//! `MSG_NOSIGNAL` (a `SIGPIPE` owed is sent to the thread). A call whose
+//! answer finds the thread interrupted (before Linux 5.19, which has
+//! `SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV`) is remembered, and its restart
+//! is answered with the same result instead of being performed twice.
+//!
+//! What the server on the other end sees as its peer (`SO_PEERCRED`, and
+//! the credentials of a datagram to a receiver with `SO_PASSCRED`) is this
+//! process: its pid, and the same user and group as the command.
 
 pub(crate) mod filter;
+mod message;
 mod rules;
 mod serve;
 
@@ -397,41 +412,31 @@ impl Supervisor {
         }
     }
 
-    /// For a child whose start the caller sees end ([`Spawn`](crate::spawn::Spawn):
-    /// the child sends its listener before `exec`, and `clone(CLONE_VFORK)`
-    /// returns after it): a socket pair of its own, the listener taken by
-    /// [`Supervisor::serve_sent`] right after, and no thread that waits
-    /// for listeners.
+    /// For a child of [`Spawn`](crate::spawn::Spawn): a socket pair of its
+    /// own, and the thread that takes the listener the child hands over on
+    /// it and serves it, started now: the child waits before `exec` for its
+    /// listener to be served (see `sys::send_listener`) while
+    /// `clone(CLONE_VFORK)` suspends the caller. No thread waits for the
+    /// listeners of other children. Once the child has exec'd or failed,
+    /// the caller drops the hook: a child that sent nothing then reads as
+    /// the end, and the thread ends.
     ///
     /// # Errors
     ///
-    /// When the socket pair cannot be made.
-    pub(crate) fn direct_hook(&self) -> io::Result<(ChildHook, OwnedFd)> {
+    /// When the socket pair cannot be made or the thread cannot start.
+    pub(crate) fn direct_hook(&self) -> io::Result<ChildHook> {
         let (ours, theirs) = sys::seqpacket_pair()?;
-        Ok((
-            ChildHook {
-                program: Arc::clone(&self.program),
-                sender: Arc::new(theirs),
-            },
-            ours,
-        ))
-    }
-
-    /// Takes the listener a child sent on `ours` (from
-    /// [`Supervisor::direct_hook`]) before it exec'd; the hook's sending
-    /// end must be closed by now, so a child that sent nothing reads as the
-    /// end, not a wait. [`Sent::serve`] then serves it.
-    ///
-    /// # Errors
-    ///
-    /// When nothing was sent.
-    pub(crate) fn take_sent(&self, ours: &OwnedFd) -> io::Result<Sent> {
-        let (listener, command) = sys::recv_listener(ours)?
-            .ok_or_else(|| io::Error::other("the child sent no listener"))?;
-        Ok(Sent {
-            listener,
-            command,
-            shared: Arc::clone(&self.shared),
+        let shared = Arc::clone(&self.shared);
+        std::thread::Builder::new()
+            .name("strument-connect-child".into())
+            .spawn(move || {
+                if let Ok(Some((listener, command))) = sys::recv_listener(&ours) {
+                    serve::serve(listener, command, shared);
+                }
+            })?;
+        Ok(ChildHook {
+            program: Arc::clone(&self.program),
+            sender: Arc::new(theirs),
         })
     }
 
@@ -480,48 +485,6 @@ impl Supervisor {
             }
         }
         mine
-    }
-}
-
-/// A child's listener, taken but not served yet: until [`Sent::serve`],
-/// each `connect` or `bind` of the child waits; dropped unserved, they
-/// fail with `ENOSYS` (never pass unchecked).
-pub(crate) struct Sent {
-    listener: OwnedFd,
-    command: i32,
-    shared: Arc<Shared>,
-}
-
-impl fmt::Debug for Sent {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Sent")
-            .field("listener", &self.listener)
-            .field("command", &self.command)
-            .finish_non_exhaustive()
-    }
-}
-
-impl Sent {
-    /// The listener, readable when the child waits on a call.
-    pub(crate) fn fd(&self) -> std::os::fd::BorrowedFd<'_> {
-        std::os::fd::AsFd::as_fd(&self.listener)
-    }
-
-    /// Serves the listener on a thread of its own until no process uses it.
-    ///
-    /// # Errors
-    ///
-    /// When the thread cannot start (the listener is then dropped).
-    pub(crate) fn serve(self) -> io::Result<()> {
-        let Sent {
-            listener,
-            command,
-            shared,
-        } = self;
-        std::thread::Builder::new()
-            .name(format!("strument-connect-{command}"))
-            .spawn(move || serve::serve(listener, command, shared))?;
-        Ok(())
     }
 }
 

@@ -1,9 +1,11 @@
-//! Serving one listener: each notified `connect` and `sendto` is read from
-//! the confined thread, checked still pending, decided, and performed here
-//! on the thread's own socket, with the address read and resolved here. A
-//! `bind` is left to the kernel, under the thread's own Landlock domain,
-//! once its socket is noted (see [`continue_bind`]).
+//! Serving one listener: each notified `connect`, `sendto`, `sendmsg` and
+//! `sendmmsg` is read from the confined thread, checked still pending,
+//! decided, and performed here on the thread's own socket, with the
+//! address, data and control messages read and resolved here. A unix
+//! socket's `bind` is left to the kernel, under the thread's own Landlock
+//! domain, once its socket is noted (see [`continue_bind`]).
 
+use std::collections::HashMap;
 use std::ffi::OsStr;
 use std::fs::{File, OpenOptions};
 use std::io;
@@ -12,33 +14,159 @@ use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::{FileTypeExt, MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use super::filter::{self, Call};
+use super::message::{self, Cmsg, Header, Layout};
 use super::rules::{Destination, Verdict};
 use super::{RefusedConnect, Shared, Target};
 use crate::local_net::{self, Transport};
 use crate::sys;
 
-/// The most of a `sendto` buffer copied: a datagram larger than this is
-/// larger than any socket accepts; a stream send is a partial write.
+/// The most of one message's data copied: a datagram larger than this is
+/// larger than any socket accepts (`EMSGSIZE`); a stream send is a partial
+/// write.
 const MAX_SEND: usize = 1 << 20;
+
+/// One listener, and the calls it performs or performed whose answer may
+/// find the thread gone from its wait.
+struct Served {
+    fd: OwnedFd,
+    /// By thread: a call (number and arguments) performed here, and where
+    /// it stands. A signal that interrupts a thread after its call was
+    /// received here (Linux before 5.19, without
+    /// `SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV`) makes the kernel restart
+    /// the call: the same thread's next notification with the same number
+    /// and arguments. It gets the first call's result instead of a second
+    /// send or connect.
+    performed: Mutex<HashMap<i32, Performed>>,
+}
+
+/// A call performed here: its number, its arguments, and where it stands.
+struct Performed {
+    nr: i32,
+    args: [u64; 6],
+    state: Stage,
+}
+
+enum Stage {
+    /// Being performed on a thread of its own; the notifications of its
+    /// restarts, to answer when it ends (a thread waits in one call at a
+    /// time, so a notification of the same call from that thread meanwhile
+    /// is a restart).
+    Running(Vec<u64>),
+    /// Done, and its answer found the thread gone from its wait.
+    Done(Outcome),
+}
+
+impl Served {
+    /// Whether `notif` restarts a call performed here: answered (or, while
+    /// that call still runs, left to be answered when it ends).
+    fn restarted(&self, notif: &sys::Notification) -> bool {
+        let Ok(mut performed) = self.performed.lock() else {
+            return false;
+        };
+        let tid = notif.pid as i32;
+        let Some(entry) = performed.get_mut(&tid) else {
+            return false;
+        };
+        if entry.nr != notif.data.nr || entry.args != notif.data.args {
+            // The thread moved on: what it left is forgotten.
+            if matches!(entry.state, Stage::Done(_)) {
+                performed.remove(&tid);
+            }
+            return false;
+        }
+        match &mut entry.state {
+            Stage::Running(restarts) => restarts.push(notif.id),
+            Stage::Done(outcome) => {
+                let outcome = *outcome;
+                performed.remove(&tid);
+                drop(performed);
+                self.answer_performed(notif, outcome);
+            }
+        }
+        true
+    }
+
+    /// Notes a call about to be performed on a thread of its own.
+    fn running(&self, notif: &sys::Notification) {
+        if let Ok(mut performed) = self.performed.lock() {
+            performed.insert(
+                notif.pid as i32,
+                Performed {
+                    nr: notif.data.nr,
+                    args: notif.data.args,
+                    state: Stage::Running(Vec::new()),
+                },
+            );
+        }
+    }
+
+    /// Answers a call performed here: the notification received, or a
+    /// restart of it that came meanwhile; when the thread waits in none of
+    /// them, the result is kept for the restart to come. The table stays
+    /// locked throughout, so that a restart received meanwhile finds either
+    /// the call still running or its result.
+    fn answer_performed(&self, notif: &sys::Notification, outcome: Outcome) {
+        let tid = notif.pid as i32;
+        let same = |e: &Performed| e.nr == notif.data.nr && e.args == notif.data.args;
+        let Ok(mut performed) = self.performed.lock() else {
+            let _ = answer(&self.fd, notif.id, outcome);
+            return;
+        };
+        let mut ids = vec![notif.id];
+        if let Some(Stage::Running(restarts)) =
+            performed.get(&tid).filter(|e| same(e)).map(|e| &e.state)
+        {
+            ids.extend(restarts.iter().rev());
+        }
+        let answered = ids.iter().any(|id| answer(&self.fd, *id, outcome).is_ok());
+        match performed.get(&tid) {
+            // The thread moved on to another call: that one's entry stays.
+            Some(e) if !same(e) => {}
+            _ if answered => {
+                performed.remove(&tid);
+            }
+            _ => {
+                performed.insert(
+                    tid,
+                    Performed {
+                        nr: notif.data.nr,
+                        args: notif.data.args,
+                        state: Stage::Done(outcome),
+                    },
+                );
+            }
+        }
+    }
+}
+
+fn answer(listener: &OwnedFd, id: u64, outcome: Outcome) -> io::Result<()> {
+    match outcome {
+        Ok(val) => sys::answer(listener, id, val, 0),
+        Err(errno) => sys::answer(listener, id, 0, errno),
+    }
+}
 
 /// Serves `listener` until no process uses its filter any more. `command`
 /// is the pid of the confined command it belongs to.
 pub(crate) fn serve(listener: OwnedFd, command: i32, shared: Arc<Shared>) {
     sys::prefer_sync_wake_up(&listener);
-    let listener = Arc::new(listener);
+    let served = Arc::new(Served {
+        fd: listener,
+        performed: Mutex::new(HashMap::new()),
+    });
     loop {
-        match sys::wait_notification(&listener) {
+        match sys::wait_notification(&served.fd) {
             Ok(sys::Ready::Notification) => {}
             Ok(sys::Ready::Gone) | Err(_) => return,
         }
-        let Ok(notif) = sys::recv_notification(&listener) else {
+        let Ok(notif) = sys::recv_notification(&served.fd) else {
             // ENOENT: the thread went away between poll and receive.
             continue;
         };
-        handle(&listener, &notif, command, &shared);
+        handle(&served, &notif, command, &shared);
     }
 }
 
@@ -49,17 +177,20 @@ fn errno_of(e: &io::Error) -> i32 {
     e.raw_os_error().unwrap_or(libc::EIO)
 }
 
-fn handle(listener: &Arc<OwnedFd>, notif: &sys::Notification, command: i32, shared: &Shared) {
+fn handle(served: &Arc<Served>, notif: &sys::Notification, command: i32, shared: &Arc<Shared>) {
     let id = notif.id;
     let Some(call) = filter::call(notif.data.arch, notif.data.nr) else {
-        let _ = sys::answer(listener, id, 0, libc::ENOSYS);
+        let _ = sys::answer(&served.fd, id, 0, libc::ENOSYS);
         return;
     };
-    match prepare(listener, notif, call, command, shared) {
-        Ok(Some(work)) => work.run(listener, id, shared),
+    if served.restarted(notif) {
+        return;
+    }
+    match prepare(&served.fd, notif, call, command, shared) {
+        Ok(Some(work)) => work.run(served, *notif, shared),
         Ok(None) => {}
         Err(errno) => {
-            let _ = sys::answer(listener, id, 0, errno);
+            let _ = sys::answer(&served.fd, id, 0, errno);
         }
     }
 }
@@ -68,17 +199,234 @@ fn handle(listener: &Arc<OwnedFd>, notif: &sys::Notification, command: i32, shar
 struct Work {
     call: Call,
     socket: OwnedFd,
+    /// One for `connect`, `bind`, `sendto` and `sendmsg`; those of a
+    /// `sendmmsg` up to the first that could not be read or was refused.
+    messages: Vec<Message>,
+    /// The thread's flags for a send.
+    flags: i32,
+    /// A `sendmmsg`: where the thread's `mmsghdr` array lies, in its
+    /// layout, so that each `msg_len` is written back as the kernel does.
+    vector: Option<(u64, Layout)>,
+    /// How many messages were sent.
+    sent: usize,
+    /// Whether the socket is a stream, whose send may be partial.
+    stream: bool,
+}
+
+/// One address and what is sent to it.
+struct Message {
     /// The address to hand the kernel: the one read, or for a pathname
-    /// socket `/proc/self/fd/N` of the inode opened here.
-    address: Vec<u8>,
+    /// socket `/proc/self/fd/N` of the inode opened here; `None`: a
+    /// message without `msg_name`, for the socket's peer.
+    address: Option<Vec<u8>>,
     /// Keeps the descriptor named in `address` open.
     _target: Option<File>,
     data: Vec<u8>,
-    flags: i32,
+    /// Control messages, laid out natively, descriptors replaced by
+    /// [`Message::fds`]'s.
+    control: Vec<u8>,
+    /// Descriptors fetched from the thread for `SCM_RIGHTS`, closed once sent.
+    _fds: Vec<OwnedFd>,
     /// A UDP socket sending to this machine: the port the kernel gives it
     /// on the way is learnt as bound inside, so that a server of the
     /// sandbox can answer it.
     udp_local: bool,
+    /// The bytes sent.
+    sent: usize,
+}
+
+impl Message {
+    fn to(address: Vec<u8>) -> Message {
+        Message {
+            address: Some(address),
+            _target: None,
+            data: Vec::new(),
+            control: Vec::new(),
+            _fds: Vec::new(),
+            udp_local: false,
+            sent: 0,
+        }
+    }
+}
+
+/// A message as read from the thread, before its socket is known.
+struct Read {
+    name: Option<Vec<u8>>,
+    data: Vec<u8>,
+    /// Whether the data went past [`MAX_SEND`].
+    cut: bool,
+    control: Vec<Cmsg>,
+}
+
+/// The items up to the first error; the first item's error when it fails
+/// (a `sendmmsg` sends the messages before one that fails and answers
+/// their count, or fails like the first).
+fn until_error<T>(items: impl IntoIterator<Item = Result<T, i32>>) -> Result<Vec<T>, i32> {
+    let mut out = Vec::new();
+    for item in items {
+        match item {
+            Ok(t) => out.push(t),
+            Err(e) if out.is_empty() => return Err(e),
+            Err(_) => break,
+        }
+    }
+    Ok(out)
+}
+
+/// Reads a socket address of `len` bytes (an int, at most a
+/// `sockaddr_storage`, as the kernel takes it for `connect` and `sendto`).
+fn read_address(tid: i32, at: u64, len: u64) -> Result<Vec<u8>, i32> {
+    let len = len as u32 as i32;
+    if len < 0 || len as usize > size_of::<libc::sockaddr_storage>() {
+        return Err(libc::EINVAL);
+    }
+    let mut address = vec![0u8; len as usize];
+    read_exactly(tid, at, &mut address)?;
+    Ok(address)
+}
+
+/// Gathers the buffers of `iovecs`, up to [`MAX_SEND`] bytes in all.
+fn gather(tid: i32, iovecs: &[(u64, u64)]) -> Result<(Vec<u8>, bool), i32> {
+    let total = iovecs
+        .iter()
+        .map(|(_, len)| *len)
+        .fold(0u64, u64::saturating_add);
+    let mut data = Vec::with_capacity(total.min(MAX_SEND as u64) as usize);
+    for &(base, len) in iovecs {
+        let take = (len as usize).min(MAX_SEND - data.len());
+        let at = data.len();
+        data.resize(at + take, 0);
+        read_exactly(tid, base, &mut data[at..])?;
+    }
+    Ok((data, total > MAX_SEND as u64))
+}
+
+/// Reads one `msghdr`'s name, data and control messages.
+fn read_message(tid: i32, layout: Layout, header: &[u8]) -> Result<Read, i32> {
+    let header = Header::parse(layout, header)?;
+    let mut iov = vec![0u8; header.iov_bytes(layout)];
+    read_exactly(tid, header.iov, &mut iov)?;
+    let (data, cut) = gather(tid, &message::iovecs(layout, &iov)?)?;
+    let mut control = vec![0u8; header.controllen as usize];
+    read_exactly(tid, header.control, &mut control)?;
+    let control = message::control(layout, &control)?;
+    let name = if header.namelen == 0 {
+        None
+    } else {
+        let mut name = vec![0u8; header.namelen];
+        read_exactly(tid, header.name, &mut name)?;
+        Some(name)
+    };
+    Ok(Read {
+        name,
+        data,
+        cut,
+        control,
+    })
+}
+
+/// The messages of a `sendto`, `sendmsg` or `sendmmsg`, up to the first
+/// that cannot be read, and the call's flags.
+fn read_sends(notif: &sys::Notification, call: Call) -> Result<(Vec<Read>, i32), i32> {
+    let tid = notif.pid as i32;
+    let args = notif.data.args;
+    let layout = Layout::new(filter::compat(notif.data.arch, notif.data.nr));
+    match call {
+        Call::SendTo => {
+            let name = read_address(tid, args[4], args[5])?;
+            let (data, cut) = gather(tid, &[(args[1], args[2])])?;
+            let read = Read {
+                name: Some(name),
+                data,
+                cut,
+                control: Vec::new(),
+            };
+            Ok((vec![read], args[3] as i32))
+        }
+        Call::SendMsg => {
+            let mut header = vec![0u8; layout.msghdr_len()];
+            read_exactly(tid, args[1], &mut header)?;
+            Ok((vec![read_message(tid, layout, &header)?], args[2] as i32))
+        }
+        Call::SendMmsg => {
+            let count = (args[2] as u32 as u64).min(message::MAX_IOV) as usize;
+            let mut vector = vec![0u8; count * layout.mmsghdr_len()];
+            let got = sys::read_memory(tid, args[1], &mut vector).map_err(|e| errno_of(&e));
+            let got = if count == 0 { 0 } else { got? };
+            let reads = until_error(vector.chunks(layout.mmsghdr_len()).enumerate().map(
+                |(i, header)| {
+                    if (i + 1) * layout.mmsghdr_len() > got {
+                        return Err(libc::EFAULT);
+                    }
+                    read_message(tid, layout, header)
+                },
+            ))?;
+            Ok((reads, args[3] as i32))
+        }
+        Call::Connect | Call::Bind => Err(libc::ENOSYS),
+    }
+}
+
+/// The credentials a thread may name in `SCM_CREDENTIALS` without
+/// privilege: its process id, and its real, effective or saved ids.
+fn may_claim(tid: i32, (pid, uid, gid): (i32, u32, u32)) -> bool {
+    let Ok(status) = std::fs::read_to_string(format!("/proc/{tid}/status")) else {
+        return false;
+    };
+    let ids = |key: &str| -> Vec<u32> {
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix(key))
+            .map(|v| {
+                v.split_whitespace()
+                    .take(3)
+                    .filter_map(|n| n.parse().ok())
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    tgid_in(&status) == Some(pid) && ids("Uid:").contains(&uid) && ids("Gid:").contains(&gid)
+}
+
+fn tgid_in(status: &str) -> Option<i32> {
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("Tgid:"))
+        .and_then(|v| v.trim().parse().ok())
+}
+
+/// A message's control messages for this process's `sendmsg`: each
+/// descriptor of `SCM_RIGHTS` fetched from the thread (`EBADF` for one it
+/// does not have, as the kernel answers); `SCM_CREDENTIALS` naming the
+/// thread's own process and ids dropped (the kernel then attaches this
+/// process's, to a receiver that asked for them), naming anyone else
+/// `EPERM`, as the kernel answers an unprivileged sender; every other
+/// message passed as it was.
+fn own_control(
+    tid: i32,
+    pidfd: &OwnedFd,
+    cmsgs: Vec<Cmsg>,
+) -> Result<(Vec<u8>, Vec<OwnedFd>), i32> {
+    let mut fds = Vec::new();
+    let mut out = Vec::with_capacity(cmsgs.len());
+    for mut c in cmsgs {
+        if c.level == libc::SOL_SOCKET && c.kind == libc::SCM_RIGHTS {
+            let mut data = Vec::with_capacity(c.data.len());
+            for fd in message::rights(&c.data) {
+                let own = sys::pidfd_getfd(pidfd, fd).map_err(|_| libc::EBADF)?;
+                data.extend_from_slice(&own.as_raw_fd().to_ne_bytes());
+                fds.push(own);
+            }
+            c.data = data;
+        } else if c.level == libc::SOL_SOCKET && c.kind == libc::SCM_CREDENTIALS {
+            if !may_claim(tid, message::credentials(&c.data)?) {
+                return Err(libc::EPERM);
+            }
+            continue;
+        }
+        out.push(c);
+    }
+    Ok((message::native_control(&out), fds))
 }
 
 /// Reads the call's address (and data) from the thread, fetches its
@@ -94,7 +442,7 @@ fn prepare(
 ) -> Result<Option<Work>, i32> {
     let tid = notif.pid as i32;
     let args = notif.data.args;
-    let (addr_at, addr_len) = match call {
+    let (reads, flags) = match call {
         // A unix socket's bind is the kernel's, under the command's own
         // Landlock rules (continue_bind); a port is bound here, on the
         // command's socket, and learnt as bound inside.
@@ -102,26 +450,153 @@ fn prepare(
             continue_bind(listener, notif, shared);
             return Ok(None);
         }
-        Call::Bind => (args[1], args[2]),
-        Call::Connect => (args[1], args[2]),
-        Call::SendTo => (args[4], args[5]),
+        Call::Bind | Call::Connect => (Vec::new(), 0),
+        Call::SendTo | Call::SendMsg | Call::SendMmsg => read_sends(notif, call)?,
     };
-    // The kernel takes the length as an int and refuses more than a
-    // sockaddr_storage.
-    let addr_len = addr_len as u32 as i32;
-    if addr_len < 0 || addr_len as usize > size_of::<libc::sockaddr_storage>() {
-        return Err(libc::EINVAL);
-    }
-    let mut address = vec![0u8; addr_len as usize];
-    read_exactly(tid, addr_at, &mut address)?;
-    let mut data = Vec::new();
-    if call == Call::SendTo {
-        let len = (args[2] as usize).min(MAX_SEND);
-        data.resize(len, 0);
-        read_exactly(tid, args[1], &mut data)?;
-    }
+    let address = match call {
+        Call::Bind | Call::Connect => Some(read_address(tid, args[1], args[2])?),
+        _ => None,
+    };
     let pidfd = open_process(tid).map_err(|e| errno_of(&e))?;
     let socket = sys::pidfd_getfd(&pidfd, args[0] as i32).map_err(|e| errno_of(&e))?;
+    let mut work = Work {
+        call,
+        socket,
+        messages: Vec::new(),
+        flags,
+        vector: (call == Call::SendMmsg).then(|| {
+            let compat = filter::compat(notif.data.arch, notif.data.nr);
+            (args[1], Layout::new(compat))
+        }),
+        sent: 0,
+        stream: false,
+    };
+    if let Some(address) = address {
+        if call == Call::Bind {
+            // A port an outside socket holds with SO_REUSEPORT: joining its
+            // group would share its connections.
+            if let Some(at) = parse_inet(&address, false) {
+                let transport = transport_of(&work.socket);
+                if shared
+                    .rules
+                    .net
+                    .joins_group_outside(work.socket.as_fd(), at, transport)
+                {
+                    return Err(libc::EADDRINUSE);
+                }
+            }
+            if !sys::still_waiting(listener, notif.id) {
+                return Ok(None);
+            }
+            work.messages.push(Message::to(address));
+            return Ok(Some(work));
+        }
+        let resolved = resolve(tid, &work.socket, address, false, shared)?;
+        let (message, destination) = resolved.message(Vec::new());
+        if !sys::still_waiting(listener, notif.id) {
+            return Ok(None);
+        }
+        judge(call, &message, destination, &work, command, shared)?;
+        work.messages.push(message);
+        return Ok(Some(work));
+    }
+    // A send: each message's name resolved and its control messages made
+    // this process's, up to the first that fails.
+    let fd = work.socket.as_fd();
+    let kind = sys::socket_type(fd).unwrap_or(libc::SOCK_DGRAM);
+    let stream = kind == libc::SOCK_STREAM;
+    work.stream = stream;
+    // Sockets whose send never goes where a name says: TCP ignores it
+    // (without MSG_FASTOPEN, refused by the filter), a unix stream fails
+    // with it, a unix seqpacket socket ignores it. Their names are passed
+    // as read, undecided, so the kernel answers as it would.
+    let ignores_name = match sys::socket_domain(fd) {
+        Ok(libc::AF_UNIX) => kind != libc::SOCK_DGRAM,
+        _ => stream && sys::socket_protocol(fd).is_ok_and(|p| p == libc::IPPROTO_TCP),
+    };
+    let mut destinations = Vec::new();
+    let messages = until_error(reads.into_iter().map(|read| {
+        if read.cut && !stream {
+            return Err(libc::EMSGSIZE);
+        }
+        let (control, fds) = own_control(tid, &pidfd, read.control)?;
+        let mut message = match read.name {
+            Some(name) if ignores_name => {
+                destinations.push(None);
+                Message {
+                    data: read.data,
+                    ..Message::to(name)
+                }
+            }
+            Some(name) => {
+                let resolved = resolve(tid, &work.socket, name, true, shared)?;
+                let (message, destination) = resolved.message(read.data);
+                destinations.push(Some(destination));
+                message
+            }
+            None => {
+                destinations.push(None);
+                Message {
+                    address: None,
+                    data: read.data,
+                    ..Message::to(Vec::new())
+                }
+            }
+        };
+        message.control = control;
+        message._fds = fds;
+        Ok(message)
+    }))?;
+    if !sys::still_waiting(listener, notif.id) {
+        return Ok(None);
+    }
+    // Judged in order: a sendmmsg sends those before the first refused.
+    for (message, destination) in messages.into_iter().zip(destinations) {
+        if let Some(destination) = destination {
+            if let Err(errno) = judge(call, &message, destination, &work, command, shared) {
+                if work.messages.is_empty() {
+                    return Err(errno);
+                }
+                break;
+            }
+        }
+        work.messages.push(message);
+    }
+    Ok(Some(work))
+}
+
+/// An address read from the thread, resolved: what is judged, and what is
+/// handed to the kernel.
+struct Resolved {
+    destination: Destination,
+    address: Vec<u8>,
+    target: Option<File>,
+    udp_local: bool,
+}
+
+impl Resolved {
+    fn message(self, data: Vec<u8>) -> (Message, Destination) {
+        let message = Message {
+            _target: self.target,
+            udp_local: self.udp_local,
+            data,
+            ..Message::to(self.address)
+        };
+        (message, self.destination)
+    }
+}
+
+/// Resolves an address the thread `tid` passed for `socket`: a relative
+/// socket path against its working directory, the socket file opened
+/// `O_PATH` and named as `/proc/self/fd/N`. `sending`: the address of a
+/// send, where an IPv4 UDP or raw socket takes `AF_UNSPEC` as `AF_INET`.
+fn resolve(
+    tid: i32,
+    socket: &OwnedFd,
+    address: Vec<u8>,
+    sending: bool,
+    shared: &Shared,
+) -> Result<Resolved, i32> {
     let unix = parse_unix(&address);
     // A relative socket path is resolved against the thread's directory.
     let cwd = match &unix {
@@ -130,39 +605,15 @@ fn prepare(
         }
         _ => None,
     };
-    let flags = if call == Call::SendTo {
-        args[3] as i32
-    } else {
-        0
-    };
-    let mut work = Work {
-        call,
-        socket,
-        address,
-        _target: None,
-        data,
-        flags,
-        udp_local: false,
-    };
-    if call == Call::Bind {
-        if let Some(at) = parse_inet(&work.address) {
-            let transport = transport_of(&work.socket);
-            if shared
-                .rules
-                .net
-                .joins_group_outside(work.socket.as_fd(), at, transport)
-            {
-                return Err(libc::EADDRINUSE);
-            }
-        }
-        if !sys::still_waiting(listener, notif.id) {
-            return Ok(None);
-        }
-        return Ok(Some(work));
-    }
     // What the command's own binds made, asked of the kernel now.
     shared.settle();
-    let destination = match unix {
+    let mut resolved = Resolved {
+        destination: Destination::Other,
+        address,
+        target: None,
+        udp_local: false,
+    };
+    resolved.destination = match unix {
         Some(Unix::Path(path)) => {
             let path = match &cwd {
                 Some(cwd) => proc_fd(cwd).join(&path),
@@ -177,77 +628,89 @@ fn prepare(
             let id = (meta.dev(), meta.ino());
             // Its name is asked of the kernel only when its identity
             // alone does not decide.
-            let resolved = if shared.known(id) {
+            let path = if shared.known(id) {
                 PathBuf::new()
             } else {
                 proc_link(&target)?
             };
-            work.address = unix_address(&proc_fd(&target))?;
-            work._target = Some(target);
+            resolved.address = unix_address(&proc_fd(&target))?;
+            resolved.target = Some(target);
             Destination::Path {
-                resolved,
+                resolved: path,
                 id,
                 changed: ctime(&meta),
             }
         }
         Some(Unix::Abstract(name)) => Destination::Abstract(name),
-        Some(Unix::Unnamed) | None => match parse_inet(&work.address) {
+        Some(Unix::Unnamed) => Destination::Other,
+        None => match parse_inet(&resolved.address, sending && is_ipv4(socket)) {
             Some(inet) => {
-                let transport = transport_of(&work.socket);
-                work.udp_local =
+                let transport = transport_of(socket);
+                resolved.udp_local =
                     transport == Transport::Udp && shared.rules.net.is_local(inet.ip());
                 Destination::Inet(inet, transport)
             }
             None => Destination::Other,
         },
     };
-    if !sys::still_waiting(listener, notif.id) {
-        return Ok(None);
-    }
+    Ok(resolved)
+}
+
+/// Decides one message of `work`, recording a refusal; the errno the
+/// kernel's own lines answer when it is refused.
+fn judge(
+    call: Call,
+    message: &Message,
+    destination: Destination,
+    work: &Work,
+    command: i32,
+    shared: &Shared,
+) -> Result<(), i32> {
     let verdict = {
         let bound = shared.bound.lock().map_err(|_| libc::EIO)?;
         shared.rules.connect(&destination, &bound)
     };
-    if verdict == Verdict::Refuse {
-        // What the kernel's own lines answer: RESOLVE_UNIX (ABI 9) EACCES,
-        // the abstract-socket scope (ABI 6) EPERM.
-        let (target, errno) = match destination {
-            Destination::Path { resolved, .. } => (Target::Path(resolved), libc::EACCES),
-            Destination::Abstract(name) => {
-                // A name nobody holds is refused the way the kernel refuses
-                // it, as a connection nobody accepts: a client waiting for
-                // a server it started itself retries on that.
-                let kind = sys::socket_type(work.socket.as_fd()).unwrap_or(libc::SOCK_STREAM);
-                if !sys::unix_address_taken(kind, &work.address) {
-                    return Err(libc::ECONNREFUSED);
-                }
-                (Target::Abstract(name), libc::EPERM)
-            }
-            // Gradle's cache-lock ping to the user's own daemon: it only
-            // makes the owner release a lock on a shared cache.
-            Destination::Inet(_, Transport::Udp)
-                if call == Call::SendTo && local_net::is_gradle_lock_ping(&work.data) =>
-            {
-                return Ok(Some(work));
-            }
-            Destination::Inet(address, transport) => {
-                // A port nobody listens on is refused the way the kernel
-                // refuses it: a client waiting for a server it started
-                // itself retries on ECONNREFUSED, not on EACCES.
-                if transport == Transport::Tcp
-                    && call == Call::Connect
-                    && !local_net::listening(address, transport)
-                {
-                    return Err(libc::ECONNREFUSED);
-                }
-                (Target::Port { address, transport }, libc::EACCES)
-            }
-            _ => return Err(libc::EACCES),
-        };
-        shared.record(RefusedConnect::new(command, target));
-        return Err(errno);
+    if verdict == Verdict::Allow {
+        return Ok(());
     }
-    Ok(Some(work))
+    // What the kernel's own lines answer: RESOLVE_UNIX (ABI 9) EACCES,
+    // the abstract-socket scope (ABI 6) EPERM.
+    let (target, errno) = match destination {
+        Destination::Path { resolved, .. } => (Target::Path(resolved), libc::EACCES),
+        Destination::Abstract(name) => {
+            // A name nobody holds is refused the way the kernel refuses
+            // it, as a connection nobody accepts: a client waiting for
+            // a server it started itself retries on that.
+            let kind = sys::socket_type(work.socket.as_fd()).unwrap_or(libc::SOCK_STREAM);
+            let address = message.address.as_deref().unwrap_or_default();
+            if !sys::unix_address_taken(kind, address) {
+                return Err(libc::ECONNREFUSED);
+            }
+            (Target::Abstract(name), libc::EPERM)
+        }
+        // Gradle's cache-lock ping to the user's own daemon: it only
+        // makes the owner release a lock on a shared cache.
+        Destination::Inet(_, Transport::Udp)
+            if call != Call::Connect && local_net::is_gradle_lock_ping(&message.data) =>
+        {
+            return Ok(());
+        }
+        Destination::Inet(address, transport) => {
+            // A port nobody listens on is refused the way the kernel
+            // refuses it: a client waiting for a server it started
+            // itself retries on ECONNREFUSED, not on EACCES.
+            if transport == Transport::Tcp
+                && call == Call::Connect
+                && !local_net::listening(address, transport)
+            {
+                return Err(libc::ECONNREFUSED);
+            }
+            (Target::Port { address, transport }, libc::EACCES)
+        }
+        _ => return Err(libc::EACCES),
+    };
+    shared.record(RefusedConnect::new(command, target));
+    Err(errno)
 }
 
 /// Lets the kernel perform a `bind`, after noting its socket.
@@ -292,86 +755,169 @@ fn continue_bind(listener: &OwnedFd, notif: &sys::Notification, shared: &Shared)
 
 impl Work {
     /// Performs the call and answers. A call that may wait long (a
-    /// handshake with another host, a full datagram queue) is performed on
-    /// a thread of its own so the listener keeps serving the others.
-    fn run(self, listener: &Arc<OwnedFd>, id: u64, shared: &Shared) {
-        if self.may_block() {
-            let shared_listener = Arc::clone(listener);
-            let spawned = std::thread::Builder::new()
-                .name("strument-connect-call".into())
-                .spawn(move || {
-                    let outcome = self.perform(false);
-                    respond(&shared_listener, id, outcome);
-                });
-            if spawned.is_err() {
-                respond(listener, id, Err(libc::EAGAIN));
+    /// handshake with another host, a full send queue of a blocking
+    /// socket) is performed on a thread of its own so the listener keeps
+    /// serving the others.
+    fn run(mut self, served: &Arc<Served>, notif: sys::Notification, shared: &Arc<Shared>) {
+        if !self.may_block() {
+            if let Some(outcome) = self.perform(true, shared) {
+                self.finish(served, &notif, shared, outcome);
+                return;
             }
-            return;
         }
-        let outcome = self.perform(true);
-        if outcome.is_ok() && self.udp_local {
-            shared.learn_address(self.socket.as_fd(), Transport::Udp);
+        served.running(&notif);
+        let (served_too, shared_too) = (Arc::clone(served), Arc::clone(shared));
+        let spawned = std::thread::Builder::new()
+            .name("strument-connect-call".into())
+            .spawn(move || {
+                let outcome = self
+                    .perform(false, &shared_too)
+                    .unwrap_or(Err(libc::EAGAIN));
+                self.finish(&served_too, &notif, &shared_too, outcome);
+            });
+        if spawned.is_err() {
+            served.answer_performed(&notif, Err(libc::EAGAIN));
         }
-        if outcome.is_ok() && self.call == Call::Bind {
-            shared.learn_address(self.socket.as_fd(), transport_of(&self.socket));
-        }
-        respond(listener, id, outcome);
     }
 
     /// Whether performing this may wait: a blocking socket connecting to
-    /// another host, or sending (tried without waiting first).
+    /// another host. (A send is tried without waiting first.)
     fn may_block(&self) -> bool {
         // A UDP connect only names the peer: it never waits.
-        let remote = !self.udp_local
-            && match self.call {
-                Call::Connect => parse_inet(&self.address).is_some_and(|a| !a.ip().is_loopback()),
-                Call::Bind | Call::SendTo => false,
-            };
+        let remote = self.call == Call::Connect
+            && !self.messages.iter().any(|m| m.udp_local)
+            && self
+                .messages
+                .first()
+                .and_then(|m| m.address.as_deref())
+                .and_then(|a| parse_inet(a, false))
+                .is_some_and(|a| !a.ip().is_loopback());
         remote && !sys::is_nonblocking(self.socket.as_fd()).unwrap_or(true)
     }
 
-    fn perform(&self, first_try: bool) -> Outcome {
+    /// Performs the call; `None` when a send would wait on a socket the
+    /// command left blocking and `first_try` asked not to wait: then it is
+    /// performed again, waiting, on a thread of its own.
+    fn perform(&mut self, first_try: bool, shared: &Shared) -> Option<Outcome> {
         let fd = self.socket.as_fd();
-        let result = match self.call {
-            Call::Connect => sys::connect(fd, &self.address).map(|()| 0),
+        let address = self.messages.first().and_then(|m| m.address.as_deref());
+        let result = match (self.call, address) {
+            (Call::Connect, Some(address)) => sys::connect(fd, address).map(|()| 0),
             // A port's bind (a unix socket's is the kernel's: continue_bind).
-            Call::Bind => sys::bind(fd, &self.address).map(|()| 0),
-            Call::SendTo => {
-                let flags = if first_try {
-                    self.flags | libc::MSG_DONTWAIT
-                } else {
-                    self.flags
-                };
-                let sent = sys::sendto(fd, &self.data, flags, &self.address);
-                match sent {
-                    // Would wait, on a socket the command left blocking:
-                    // wait for it, the way the command would have.
-                    Err(e)
-                        if first_try
-                            && e.raw_os_error() == Some(libc::EAGAIN)
-                            && self.flags & libc::MSG_DONTWAIT == 0
-                            && !sys::is_nonblocking(fd).unwrap_or(true) =>
-                    {
-                        return self.perform(false);
-                    }
-                    other => other.map(|n| n as i64),
-                }
+            (Call::Bind, Some(address)) => sys::bind(fd, address).map(|()| 0),
+            (Call::Connect | Call::Bind, None) => return Some(Err(libc::EINVAL)),
+            (Call::SendTo | Call::SendMsg | Call::SendMmsg, _) => {
+                return self.send(first_try, shared);
             }
         };
-        result.map_err(|e| errno_of(&e))
+        Some(result.map_err(|e| errno_of(&e)))
     }
+
+    /// Sends the messages not sent yet, one by one, stopping at the first
+    /// that fails. Always with `MSG_NOSIGNAL`: a closed peer's `SIGPIPE`
+    /// is the thread's (see [`Work::finish`]), not this process's.
+    fn send(&mut self, first_try: bool, shared: &Shared) -> Option<Outcome> {
+        let fd = self.socket.as_fd();
+        let may_wait =
+            self.flags & libc::MSG_DONTWAIT == 0 && !sys::is_nonblocking(fd).unwrap_or(true);
+        let mut flags = self.flags | libc::MSG_NOSIGNAL;
+        if first_try {
+            flags |= libc::MSG_DONTWAIT;
+        }
+        while let Some(message) = self.messages.get_mut(self.sent) {
+            let data = &message.data[message.sent..];
+            // Control messages go with a message's first bytes only.
+            let control: &[u8] = if message.sent == 0 {
+                &message.control
+            } else {
+                &[]
+            };
+            let sent = if self.call == Call::SendTo {
+                let address = message.address.as_deref().unwrap_or_default();
+                sys::sendto(fd, data, flags, address)
+            } else {
+                let address = message.address.as_deref();
+                sys::sendmsg(fd, address, data, control, flags)
+            };
+            match sent {
+                Ok(n) => {
+                    message.sent += n;
+                    if message.udp_local {
+                        shared.learn_address(fd, Transport::Udp);
+                    }
+                    // A blocking stream socket takes the whole buffer, as
+                    // the kernel's own send waits until it has: the rest,
+                    // waiting.
+                    if self.stream && may_wait && n > 0 && message.sent < message.data.len() {
+                        if first_try {
+                            return None;
+                        }
+                        continue;
+                    }
+                    self.sent += 1;
+                }
+                // Would wait, on a socket the command left blocking: wait
+                // for it, the way the command would have.
+                Err(e) if first_try && e.raw_os_error() == Some(libc::EAGAIN) && may_wait => {
+                    return None;
+                }
+                // Part of it went out: that part's count.
+                Err(_) if message.sent > 0 => {
+                    self.sent += 1;
+                    break;
+                }
+                Err(e) if self.sent == 0 => return Some(Err(errno_of(&e))),
+                Err(_) => break,
+            }
+        }
+        Some(Ok(match self.call {
+            Call::SendMmsg => self.sent as i64,
+            _ => self.messages.first().map_or(0, |m| m.sent as i64),
+        }))
+    }
+
+    /// Answers with `outcome`, after what the kernel would have done
+    /// besides: a port bound learnt, each `msg_len` of a `sendmmsg`
+    /// written back, `SIGPIPE` to a thread that sent to a closed stream
+    /// without `MSG_NOSIGNAL`.
+    fn finish(
+        &self,
+        served: &Served,
+        notif: &sys::Notification,
+        shared: &Shared,
+        outcome: Outcome,
+    ) {
+        let tid = notif.pid as i32;
+        if outcome.is_ok() && self.call == Call::Bind {
+            shared.learn_address(self.socket.as_fd(), transport_of(&self.socket));
+        }
+        if let Some((at, layout)) = self.vector {
+            for (i, m) in self.messages.iter().take(self.sent).enumerate() {
+                let field = at + (i * layout.mmsghdr_len() + layout.msg_len_at()) as u64;
+                let _ = sys::write_memory(tid, field, &(m.sent as u32).to_ne_bytes());
+            }
+        }
+        let sending = matches!(self.call, Call::SendTo | Call::SendMsg | Call::SendMmsg);
+        if sending && outcome == Err(libc::EPIPE) && self.flags & libc::MSG_NOSIGNAL == 0 {
+            let tgid = std::fs::read_to_string(format!("/proc/{tid}/status"))
+                .ok()
+                .and_then(|s| tgid_in(&s));
+            if let Some(tgid) = tgid {
+                let _ = sys::tgkill(tgid, tid, libc::SIGPIPE);
+            }
+        }
+        served.answer_performed(notif, outcome);
+    }
+}
+
+/// Whether `socket` is an IPv4 socket.
+fn is_ipv4(socket: &OwnedFd) -> bool {
+    sys::socket_domain(socket.as_fd()).is_ok_and(|d| d == libc::AF_INET)
 }
 
 /// The transport of an IPv4 or IPv6 socket, by its protocol.
 fn transport_of(socket: &OwnedFd) -> Transport {
     Transport::from_protocol(sys::socket_protocol(socket.as_fd()).unwrap_or(0))
-}
-
-fn respond(listener: &OwnedFd, id: u64, outcome: Outcome) {
-    let _ = match outcome {
-        Ok(val) => sys::answer(listener, id, val, 0),
-        Err(errno) => sys::answer(listener, id, 0, errno),
-    };
 }
 
 fn read_exactly(tid: i32, at: u64, buf: &mut [u8]) -> Result<(), i32> {
@@ -389,11 +935,7 @@ fn open_process(tid: i32) -> io::Result<OwnedFd> {
     match sys::pidfd_open(tid) {
         Err(e) if matches!(e.raw_os_error(), Some(libc::EINVAL | libc::ENOENT)) => {
             let status = std::fs::read_to_string(format!("/proc/{tid}/status"))?;
-            let tgid = status
-                .lines()
-                .find_map(|l| l.strip_prefix("Tgid:"))
-                .and_then(|v| v.trim().parse().ok())
-                .ok_or_else(|| io::Error::from_raw_os_error(libc::ESRCH))?;
+            let tgid = tgid_in(&status).ok_or_else(|| io::Error::from_raw_os_error(libc::ESRCH))?;
             sys::pidfd_open(tgid)
         }
         other => other,
@@ -424,10 +966,13 @@ fn parse_unix(address: &[u8]) -> Option<Unix> {
     })
 }
 
-fn parse_inet(address: &[u8]) -> Option<SocketAddr> {
+/// An IPv4 or IPv6 address; with `unspec_is_v4`, `AF_UNSPEC` read as
+/// `AF_INET`, as an IPv4 UDP or raw socket's send reads it
+/// (`udp_sendmsg`, `raw_sendmsg`).
+fn parse_inet(address: &[u8], unspec_is_v4: bool) -> Option<SocketAddr> {
     let family = i32::from(u16::from_ne_bytes(address.get(..2)?.try_into().ok()?));
     let port = u16::from_be_bytes(address.get(2..4)?.try_into().ok()?);
-    if family == libc::AF_INET {
+    if family == libc::AF_INET || (unspec_is_v4 && family == libc::AF_UNSPEC) {
         let ip: [u8; 4] = address.get(4..8)?.try_into().ok()?;
         Some(SocketAddr::V4(SocketAddrV4::new(Ipv4Addr::from(ip), port)))
     } else if family == libc::AF_INET6 {
@@ -513,10 +1058,70 @@ mod tests {
         inet.extend_from_slice(&[0x1f, 0x90, 127, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0]);
         assert!(parse_unix(&inet).is_none());
         assert_eq!(
-            parse_inet(&inet),
+            parse_inet(&inet, false),
             Some(SocketAddr::from(([127, 0, 0, 1], 8080)))
         );
         assert!(parse_unix(&[1]).is_none());
+        // AF_UNSPEC is an IPv4 address to an IPv4 socket's send.
+        let mut unspec = inet.clone();
+        unspec[..2].copy_from_slice(&(libc::AF_UNSPEC as u16).to_ne_bytes());
+        assert_eq!(parse_inet(&unspec, false), None);
+        assert_eq!(parse_inet(&unspec, true), parse_inet(&inet, false));
+    }
+
+    fn notification(tid: u32, id: u64, nr: i32, arg0: u64) -> sys::Notification {
+        let mut notif: sys::Notification = empty_notification();
+        notif.pid = tid;
+        notif.id = id;
+        notif.data.nr = nr;
+        notif.data.args[0] = arg0;
+        notif
+    }
+
+    fn empty_notification() -> sys::Notification {
+        sys::Notification {
+            id: 0,
+            pid: 0,
+            flags: 0,
+            data: libc::seccomp_data {
+                nr: 0,
+                arch: 0,
+                instruction_pointer: 0,
+                args: [0; 6],
+            },
+        }
+    }
+
+    #[test]
+    fn a_restarted_call_gets_the_first_call_s_result_and_another_call_does_not() {
+        // Answers on this descriptor fail, as for a thread gone from its wait.
+        let fd = OwnedFd::from(File::open("/dev/null").expect("open /dev/null"));
+        let served = Served {
+            fd,
+            performed: Mutex::new(HashMap::new()),
+        };
+        let first = notification(7, 1, 46, 3);
+        // Running on a thread of its own: a restart waits for it.
+        served.running(&first);
+        assert!(served.restarted(&notification(7, 2, 46, 3)));
+        // Another thread's call, or another call, is no restart.
+        assert!(!served.restarted(&notification(8, 3, 46, 3)));
+        assert!(!served.restarted(&notification(7, 4, 46, 4)));
+        // Done, its answer (and the restart's) failing: kept for the next.
+        served.answer_performed(&first, Ok(5));
+        let kept = |tid| {
+            served
+                .performed
+                .lock()
+                .expect("lock")
+                .get(&tid)
+                .map(|e| matches!(e.state, Stage::Done(Ok(5))))
+        };
+        assert_eq!(kept(7), Some(true));
+        assert!(served.restarted(&notification(7, 5, 46, 3)));
+        // The thread moved on to another call: the result is forgotten.
+        assert!(!served.restarted(&notification(7, 6, 44, 3)));
+        assert_eq!(kept(7), None);
     }
 
     #[test]

@@ -8,6 +8,7 @@
 
 use std::io;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd, RawFd};
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use crate::terminal::SockFilter;
 
@@ -49,11 +50,25 @@ pub(crate) fn install_listener(program: &[SockFilter], all_threads: bool) -> Res
     // WAIT_KILLABLE_RECV (Linux 5.19): once the supervisor has received a
     // call, a signal no longer interrupts and restarts it, which would
     // repeat a connect already performed. Older kernels refuse the flag.
-    let ret = match seccomp_filter(&prog, flags | libc::SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV) {
-        Err(libc::EINVAL) => seccomp_filter(&prog, flags),
-        other => other,
+    let ret = if WITHOUT_KILLABLE_RECV.load(Ordering::Relaxed) {
+        seccomp_filter(&prog, flags)
+    } else {
+        match seccomp_filter(&prog, flags | libc::SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV) {
+            Err(libc::EINVAL) => seccomp_filter(&prog, flags),
+            other => other,
+        }
     };
     ret.and_then(|fd| RawFd::try_from(fd).map_err(|_| libc::EBADF))
+}
+
+/// Set (by test builds only, see `connect::filter`): listeners are
+/// installed without `WAIT_KILLABLE_RECV`, as on a kernel before 5.19, so
+/// that a signal restarts a call the supervisor performs.
+static WITHOUT_KILLABLE_RECV: AtomicBool = AtomicBool::new(false);
+
+/// Installs later listeners without `WAIT_KILLABLE_RECV`.
+pub(crate) fn install_without_killable_recv() {
+    WITHOUT_KILLABLE_RECV.store(true, Ordering::Relaxed);
 }
 
 fn seccomp_filter(prog: &SockFprog, flags: libc::c_ulong) -> Result<libc::c_long, i32> {
@@ -89,90 +104,94 @@ pub(crate) fn seqpacket_pair() -> io::Result<(OwnedFd, OwnedFd)> {
     Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
 }
 
-/// Room for one descriptor in a control message, 8-byte aligned.
-#[repr(C, align(8))]
-struct OneFdControl([u8; 24]);
-
-/// Sends `fd` and the caller's pid over `socket`, then closes `fd`.
+/// Hands the listener `fd` to the supervisor, then closes it. The child
+/// has installed the filter, under which its own `sendmsg` would wait for
+/// this very listener, so the descriptor is not passed: its number and the
+/// caller's pid go over `socket` with `sendto` without an address (which
+/// the filter passes), the supervisor fetches it with `pidfd_getfd`, and
+/// the caller waits for that with a `connect(-1)` the filter notifies:
+/// it returns (`EBADF`) once the supervisor serves the listener.
 /// Async-signal-safe: used between `fork` and `exec`.
 pub(crate) fn send_listener(socket: RawFd, fd: RawFd) -> Result<(), i32> {
     // SAFETY: getpid takes no arguments.
     let pid = unsafe { libc::getpid() };
-    let mut payload = pid.to_ne_bytes();
-    let mut iov = libc::iovec {
-        iov_base: payload.as_mut_ptr().cast(),
-        iov_len: payload.len(),
+    let mut payload = [0u8; 8];
+    payload[..4].copy_from_slice(&pid.to_ne_bytes());
+    payload[4..].copy_from_slice(&fd.to_ne_bytes());
+    // SAFETY: `payload` is readable for its length; no address.
+    let ret = unsafe {
+        libc::sendto(
+            socket,
+            payload.as_ptr().cast(),
+            payload.len(),
+            libc::MSG_NOSIGNAL,
+            std::ptr::null(),
+            0,
+        )
     };
-    let mut control = OneFdControl([0; 24]);
-    // SAFETY: msghdr is plain data, valid when zeroed.
-    let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
-    msg.msg_iov = &raw mut iov;
-    msg.msg_iovlen = 1;
-    msg.msg_control = control.0.as_mut_ptr().cast();
-    // SAFETY: CMSG_SPACE only computes a size.
-    msg.msg_controllen = unsafe { libc::CMSG_SPACE(size_of::<RawFd>() as u32) } as _;
-    // SAFETY: the control buffer holds CMSG_SPACE(one fd) bytes, aligned,
-    // so the first header and its data lie inside it.
-    unsafe {
-        let cmsg = libc::CMSG_FIRSTHDR(&raw const msg);
-        (*cmsg).cmsg_level = libc::SOL_SOCKET;
-        (*cmsg).cmsg_type = libc::SCM_RIGHTS;
-        (*cmsg).cmsg_len = libc::CMSG_LEN(size_of::<RawFd>() as u32) as _;
-        std::ptr::write_unaligned(libc::CMSG_DATA(cmsg).cast::<RawFd>(), fd);
-    }
-    // SAFETY: `msg` and everything it points at are live for the call.
-    let ret = unsafe { libc::sendmsg(socket, &raw const msg, libc::MSG_NOSIGNAL) };
-    let result = if ret < 0 { Err(errno()) } else { Ok(()) };
+    let result = if ret < 0 {
+        Err(errno())
+    } else {
+        // SAFETY: integers and a NULL address; the supervisor answers it
+        // without reading memory at the address.
+        unsafe { libc::syscall(libc::SYS_connect, -1, std::ptr::null::<u8>(), 0) };
+        Ok(())
+    };
     // SAFETY: `fd` is the listener this child created and owns alone.
     unsafe { libc::close(fd) };
     result
 }
 
-/// Receives one listener and the pid that sent it; `None` once every
-/// sending end is closed.
+/// Receives one listener and the pid that sent it ([`send_listener`]);
+/// `None` once every sending end is closed. A child whose listener cannot
+/// be fetched is killed (it waits for the supervisor, and must not run
+/// unsupervised), and the next listener is waited for.
 pub(crate) fn recv_listener(socket: &OwnedFd) -> io::Result<Option<(OwnedFd, i32)>> {
-    let mut payload = [0u8; 4];
-    let mut iov = libc::iovec {
-        iov_base: payload.as_mut_ptr().cast(),
-        iov_len: payload.len(),
-    };
-    let mut control = OneFdControl([0; 24]);
-    // SAFETY: msghdr is plain data, valid when zeroed.
-    let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
-    msg.msg_iov = &raw mut iov;
-    msg.msg_iovlen = 1;
-    msg.msg_control = control.0.as_mut_ptr().cast();
-    msg.msg_controllen = control.0.len() as _;
-    let n = loop {
-        // SAFETY: `msg` and its buffers are live and writable for the call.
-        let n = unsafe { libc::recvmsg(socket.as_raw_fd(), &raw mut msg, libc::MSG_CMSG_CLOEXEC) };
-        if n >= 0 {
-            break n;
-        }
-        let e = io::Error::last_os_error();
-        if e.raw_os_error() != Some(libc::EINTR) {
+    loop {
+        let mut payload = [0u8; 8];
+        // SAFETY: `payload` is writable for its length.
+        let n = unsafe {
+            libc::recv(
+                socket.as_raw_fd(),
+                payload.as_mut_ptr().cast(),
+                payload.len(),
+                0,
+            )
+        };
+        if n < 0 {
+            let e = io::Error::last_os_error();
+            if e.raw_os_error() == Some(libc::EINTR) {
+                continue;
+            }
             return Err(e);
         }
-    };
-    if n == 0 {
-        return Ok(None);
-    }
-    // SAFETY: the kernel filled `msg`; CMSG_FIRSTHDR checks controllen.
-    let cmsg = unsafe { libc::CMSG_FIRSTHDR(&raw const msg) };
-    // SAFETY: a non-null header lies inside `control`; its data holds
-    // one descriptor when it is SCM_RIGHTS of that length.
-    let fd = unsafe {
-        if cmsg.is_null()
-            || (*cmsg).cmsg_level != libc::SOL_SOCKET
-            || (*cmsg).cmsg_type != libc::SCM_RIGHTS
-        {
+        if n == 0 {
+            return Ok(None);
+        }
+        if n != 8 {
             return Err(io::Error::from_raw_os_error(libc::EBADMSG));
         }
-        std::ptr::read_unaligned(libc::CMSG_DATA(cmsg).cast::<RawFd>())
-    };
-    // SAFETY: the descriptor was just received and is owned by nobody else.
-    let fd = unsafe { OwnedFd::from_raw_fd(fd) };
-    Ok(Some((fd, i32::from_ne_bytes(payload))))
+        let pid = i32::from_ne_bytes([payload[0], payload[1], payload[2], payload[3]]);
+        let fd = i32::from_ne_bytes([payload[4], payload[5], payload[6], payload[7]]);
+        let Ok(pidfd) = pidfd_open(pid) else {
+            continue;
+        };
+        match pidfd_getfd(&pidfd, fd) {
+            Ok(listener) => return Ok(Some((listener, pid))),
+            Err(_) => {
+                // SAFETY: integers and a NULL siginfo.
+                unsafe {
+                    libc::syscall(
+                        libc::SYS_pidfd_send_signal,
+                        pidfd.as_raw_fd(),
+                        libc::SIGKILL,
+                        std::ptr::null::<libc::siginfo_t>(),
+                        0,
+                    )
+                };
+            }
+        }
+    }
 }
 
 /// What `poll` found on a listener.
@@ -713,4 +732,81 @@ pub(crate) fn local_address(fd: BorrowedFd<'_>) -> io::Result<Vec<u8>> {
     // SAFETY: the kernel wrote `len` bytes of `storage`.
     let bytes = unsafe { std::slice::from_raw_parts((&raw const storage).cast::<u8>(), len) };
     Ok(bytes.to_vec())
+}
+
+/// Writes `buf` at `addr` in thread `tid`'s memory; returns how many bytes
+/// were written.
+pub(crate) fn write_memory(tid: i32, addr: u64, buf: &[u8]) -> io::Result<usize> {
+    if buf.is_empty() {
+        return Ok(0);
+    }
+    let local = libc::iovec {
+        iov_base: buf.as_ptr().cast_mut().cast(),
+        iov_len: buf.len(),
+    };
+    let remote = libc::iovec {
+        iov_base: addr as usize as *mut libc::c_void,
+        iov_len: buf.len(),
+    };
+    // SAFETY: `local` is only read by the kernel; `remote` is written in the
+    // other process, with its permission checks.
+    let n = unsafe { libc::process_vm_writev(tid, &raw const local, 1, &raw const remote, 1, 0) };
+    if n < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(n as usize)
+    }
+}
+
+/// `sendmsg(fd)` of one buffer, an optional address and control messages
+/// laid out natively (`cmsghdr`s as bytes); returns the bytes sent.
+pub(crate) fn sendmsg(
+    fd: BorrowedFd<'_>,
+    addr: Option<&[u8]>,
+    data: &[u8],
+    control: &[u8],
+    flags: i32,
+) -> io::Result<usize> {
+    let send = |name: *const libc::sockaddr, namelen: libc::socklen_t| {
+        let mut iov = libc::iovec {
+            iov_base: data.as_ptr().cast_mut().cast(),
+            iov_len: data.len(),
+        };
+        // SAFETY: msghdr is plain data, valid when zeroed.
+        let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
+        msg.msg_name = name.cast_mut().cast();
+        msg.msg_namelen = namelen;
+        msg.msg_iov = &raw mut iov;
+        msg.msg_iovlen = 1;
+        if !control.is_empty() {
+            msg.msg_control = control.as_ptr().cast_mut().cast();
+            msg.msg_controllen = control.len() as _;
+        }
+        // SAFETY: the message, its one buffer, its address and control
+        // bytes are live and only read by the kernel during the call; the
+        // kernel copies the control bytes before parsing them, so their
+        // alignment does not matter.
+        unsafe { libc::sendmsg(fd.as_raw_fd(), &raw const msg, flags) }
+    };
+    let ret = match addr {
+        Some(addr) => with_addr(addr, send),
+        None => send(std::ptr::null(), 0),
+    };
+    if ret < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(ret as usize)
+    }
+}
+
+/// `SO_DOMAIN` of a socket: `AF_UNIX`, `AF_INET`, `AF_INET6`, …
+pub(crate) fn socket_domain(fd: BorrowedFd<'_>) -> io::Result<i32> {
+    int_option(fd, libc::SO_DOMAIN)
+}
+
+/// `tgkill(tgid, tid, signal)`: a signal to one thread, as the kernel
+/// sends `SIGPIPE` to the thread whose send found the other end closed.
+pub(crate) fn tgkill(tgid: i32, tid: i32, signal: i32) -> io::Result<()> {
+    // SAFETY: integers only.
+    cvt(unsafe { libc::syscall(libc::SYS_tgkill, tgid, tid, signal) }).map(drop)
 }

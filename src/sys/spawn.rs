@@ -127,13 +127,6 @@ pub(crate) fn spawn(plan: &mut Plan<'_>) -> io::Result<libc::pid_t> {
     }
 }
 
-/// Kills a child that must not run on (`SIGKILL`) and reaps it.
-pub(crate) fn kill_and_reap(pid: libc::pid_t) {
-    // SAFETY: kill takes plain integers; `pid` is our own unreaped child.
-    unsafe { libc::kill(pid, libc::SIGKILL) };
-    reap(pid);
-}
-
 /// Reaps the child that failed before `execve` (it exited with 127).
 fn reap(pid: libc::pid_t) {
     let mut status = 0;

@@ -16,6 +16,7 @@
 mod cli;
 mod confine;
 mod container;
+mod datagrams;
 mod denials;
 mod deputies;
 mod first_hour;

@@ -262,6 +262,7 @@ mod needs_qemu {
                 "tmux-run-shell-refused",
                 "tmux-send-keys-refused",
                 "no-route-around",
+                "datagram-refused",
             ],
             ..Case::with_abi(
                 "bookworm",

@@ -37,11 +37,9 @@ pub(crate) fn wanted() -> bool {
 /// The CLI's waiter with the command's standard error passed on through a
 /// pipe of our own and its last part kept. The command is started by
 /// [`Spawn`] (`clone(CLONE_VM | CLONE_VFORK)`) with the pipe's write end as
-/// its standard error (and output, when ours are one file), and with its
-/// connect supervisor served on demand: one `poll` on the pipe, a
-/// `signalfd` of the forwarded signals and the supervisor's listener waits
-/// for all three, so a command that makes no `connect` starts no thread
-/// here at all.
+/// its standard error (and output, when ours are one file): one `poll` on
+/// the pipe and a `signalfd` of the forwarded signals waits for both, so
+/// no thread of `run` reads the pipe.
 pub(crate) struct Tailing<'a> {
     forwarder: &'a mut SignalForwarder,
     /// The pipe until the command has started: `(read, write)`.
@@ -69,10 +67,8 @@ impl<'a> Tailing<'a> {
     }
 
     /// `spawn` with its standard error (and output, when ours are one file,
-    /// so that their lines keep their order) into the pipe, its connect
-    /// supervisor served from [`Waiter::wait_spawned`].
+    /// so that their lines keep their order) into the pipe.
     pub(crate) fn redirect(&self, spawn: Spawn) -> Spawn {
-        let spawn = spawn.serve_connects_on_demand();
         match &self.pending {
             Some((_, write)) if self.shared => spawn
                 .stdout_to(write.as_raw_fd())
@@ -113,17 +109,13 @@ impl<'a> Tailing<'a> {
         }
     }
 
-    /// Waits until the command ends, passing its output on, forwarding
-    /// signals and starting its connect supervisor when it first waits on
-    /// one; without a `signalfd`, polls every 10 ms.
+    /// Waits until the command ends, passing its output on and forwarding
+    /// signals; without a `signalfd`, polls every 10 ms.
     fn wait_polling(&mut self, child: &mut Spawned) -> io::Result<ExitStatus> {
         let signals = sys::signalfd(self.forwarder.blocked()).ok();
         let timeout = signals.is_none().then_some(Duration::from_millis(10));
         let ready = libc::POLLIN | libc::POLLHUP | libc::POLLERR;
         let mut signal_ready = signals.is_none();
-        // The listener hangs up once no process uses its filter: a
-        // command that never connected is done with it, unserved.
-        let mut listening = true;
         loop {
             // A signal is taken only once the signalfd says one is
             // pending, so none is taken before the poll that waits for it.
@@ -131,33 +123,18 @@ impl<'a> Tailing<'a> {
             if let Some(status) = self.forwarder.step(child.id(), take)? {
                 return Ok(status);
             }
-            let mut fds = Vec::with_capacity(3);
+            let mut fds = Vec::with_capacity(2);
             if let Some(fd) = &signals {
                 fds.push((fd.as_fd(), libc::POLLIN));
             }
             if let Some(fd) = &self.reading {
                 fds.push((fd.as_fd(), libc::POLLIN));
             }
-            let listener = child.connect_listener().filter(|_| listening);
-            let polls_listener = listener.is_some();
-            if let Some(fd) = listener {
-                fds.push((fd, libc::POLLIN));
-            }
             let revents = sys::poll(&fds, timeout)?;
             let mut at = revents.iter().map(|r| r & ready != 0);
             signal_ready = signals.is_none() || at.next().unwrap_or(false);
             if self.reading.is_some() && at.next().unwrap_or(false) {
                 self.pass_on();
-            }
-            if polls_listener {
-                let listener = revents.last().copied().unwrap_or(0);
-                if listener & libc::POLLIN != 0 {
-                    // A failure to start the thread is the command's: its
-                    // calls then fail with ENOSYS, never pass unchecked.
-                    let _ = child.serve_connects();
-                } else if listener & (libc::POLLHUP | libc::POLLERR) != 0 {
-                    listening = false;
-                }
             }
         }
     }

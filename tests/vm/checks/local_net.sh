@@ -8,7 +8,9 @@
 #   writes a file for an unconfined client and nothing from `run`, which
 #   names the port after the command; next to it, the command's own TCP and
 #   UDP servers on loopback answer it, and `--allow-connect 127.0.0.1:PORT`
-#   reaches that daemon.
+#   reaches that daemon; a UDP stand-in on 127.0.0.1 and ::1 hears a datagram
+#   sent with sendmsg and an address from an unconfined client and nothing
+#   from `run`, whose own UDP server hears it.
 #
 # Usage: local_net.sh SCRATCH
 #   SCRATCH  a directory for the fake home, not under /tmp, /var/tmp,
@@ -115,10 +117,30 @@ for host in 127.0.0.1 ::1 127.0.0.2; do
   fi
 done
 
+# A datagram sent with sendmsg and an address (msg_name): every sendmsg is
+# performed by the supervisor, on every kernel.
 for host in 127.0.0.1 ::1; do
-  for transport in tcp udp; do
+  daemon "$host" udp
+  free=$home/written-for-an-unconfined-sendmsg
+  target=$home/written-for-a-confined-sendmsg
+  if [ "$(python3 "$ports" ask "$host" "$port" "$free" sendmsg)" = ok ] && [ -e "$free" ]; then
+    ok "datagram-serves-outside" "the UDP daemon on $host:$port writes for an unconfined sendmsg"
+  else
+    fail "datagram-serves-outside" "the UDP daemon on $host:$port did not write for an unconfined sendmsg"
+  fi
+  rm -f "$home/accepted.log"
+  out=$(confined -- python3 "$ports" ask "$host" "$port" "$target" sendmsg 2>/dev/null)
+  if [ "$out" = "refused: errno 13" ] && [ ! -e "$target" ] && [ ! -e "$home/accepted.log" ]; then
+    ok "datagram-refused" "a confined sendmsg to $host:$port: EACCES, nothing written"
+  else
+    fail "datagram-refused" "a confined sendmsg to $host:$port: $out; written: $([ -e "$target" ] && echo yes || echo no)"
+  fi
+done
+
+for host in 127.0.0.1 ::1; do
+  for transport in tcp udp sendmsg; do
     arg=()
-    [ "$transport" = udp ] && arg=(udp)
+    [ "$transport" != tcp ] && arg=("$transport")
     out=$(confined -- python3 "$ports" own "$host" "${arg[@]}" 2>&1)
     if [ "$out" = "own ok" ]; then
       ok "own-server" "a confined command's own $transport server on $host answers it"

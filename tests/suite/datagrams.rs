@@ -1,0 +1,376 @@
+//! Datagrams and messages sent with `sendmsg`/`sendmmsg`: every one is
+//! performed by the connect supervisor, so one with an address (`msg_name`)
+//! reaches a unix datagram socket or a UDP port of this machine outside the
+//! sandbox on no kernel, while what a command sends to its own sockets,
+//! descriptors it passes (`SCM_RIGHTS`), streams and name lookups work.
+//! The commands are tests/fixtures/datagrams.c, built with cc.
+
+use std::io::ErrorKind;
+use std::net::UdpSocket;
+use std::os::linux::net::SocketAddrExt;
+use std::os::unix::net::{SocketAddr, UnixDatagram};
+use std::path::PathBuf;
+use std::process::{Command, Output};
+use std::sync::OnceLock;
+
+use super::support::{FakeHome, assert_success, output, require_tool, scratch_base, show};
+
+/// The fixture, built once per test run.
+fn helper() -> String {
+    static BUILT: OnceLock<PathBuf> = OnceLock::new();
+    let built = BUILT.get_or_init(|| {
+        let cc = require_tool("cc", "gcc");
+        let source = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/datagrams.c");
+        let dir = scratch_base().join(format!("datagrams-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("create the helper's directory");
+        let binary = dir.join("datagrams");
+        assert_success(&output(
+            Command::new(cc)
+                .args(["-O2", "-pthread", "-o"])
+                .arg(&binary)
+                .arg(&source),
+        ));
+        binary
+    });
+    built.to_str().expect("UTF-8 helper path").to_owned()
+}
+
+fn stdout(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// The helper run unconfined.
+fn bare(args: &[&str]) -> Output {
+    output(Command::new(helper()).args(args))
+}
+
+/// The helper run confined in `h`'s project, with Landlock capped at `cap`.
+fn confined(h: &FakeHome, args: &[&str], cap: Option<u32>) -> Output {
+    let helper = helper();
+    let mut argv = vec![helper.as_str()];
+    argv.extend_from_slice(args);
+    let mut cmd = h.run_command(&h.project, &[], &argv);
+    if let Some(cap) = cap {
+        cmd.env("STRUMENT_SANDBOX_TEST_ABI_CAP", cap.to_string());
+    }
+    output(&mut cmd)
+}
+
+/// What a receiver holds now, without waiting.
+fn received_unix(r: &UnixDatagram) -> Vec<String> {
+    r.set_nonblocking(true).expect("nonblocking");
+    drain(|buf| r.recv(buf))
+}
+
+fn received_udp(r: &UdpSocket) -> Vec<String> {
+    r.set_nonblocking(true).expect("nonblocking");
+    drain(|buf| r.recv(buf))
+}
+
+fn drain(recv: impl Fn(&mut [u8]) -> std::io::Result<usize>) -> Vec<String> {
+    let mut got = Vec::new();
+    let mut buf = [0u8; 64];
+    loop {
+        match recv(&mut buf) {
+            Ok(n) => got.push(String::from_utf8_lossy(&buf[..n]).into_owned()),
+            Err(e) if e.kind() == ErrorKind::WouldBlock => return got,
+            Err(e) => panic!("recv: {e}"),
+        }
+    }
+}
+
+/// Waits a little for datagrams in flight on loopback.
+fn settle() {
+    std::thread::sleep(std::time::Duration::from_millis(100));
+}
+
+const ALL_THREE: [&str; 3] = ["one", "two", "three"];
+
+/// The lines `datagrams own DIR` prints when every send arrived.
+fn own_ok() -> String {
+    ["path", "abstract", "udp4", "udp6"]
+        .iter()
+        .map(|k| format!("own {k} sendmsg sent 3\nown {k} sendmmsg sent 2\nown {k} ok\n"))
+        .collect()
+}
+
+mod needs_landlock {
+    use super::*;
+
+    #[test]
+    fn a_unix_datagram_socket_outside_gets_nothing_from_sendmsg_or_sendmmsg() {
+        let h = FakeHome::new();
+        let path = h.home.join("outside-dgram.sock");
+        let receiver = UnixDatagram::bind(&path).expect("bind outside");
+        let path = path.to_str().expect("UTF-8").to_owned();
+        // Granted half: the receiver hears an unconfined sender.
+        let out = bare(&["unix", &path]);
+        assert_eq!(
+            stdout(&out),
+            "unix sendmsg sent 3\nunix sendmmsg sent 2\n",
+            "{}",
+            show(&out)
+        );
+        assert_eq!(received_unix(&receiver), ALL_THREE);
+        // Refused: the same sends from inside (this kernel's Landlock has no
+        // RESOLVE_UNIX: the supervisor alone refuses them).
+        let out = confined(&h, &["unix", &path], None);
+        assert_eq!(
+            stdout(&out),
+            format!(
+                "unix sendmsg errno {e}\nunix sendmmsg errno {e}\n",
+                e = libc::EACCES
+            ),
+            "{}",
+            show(&out)
+        );
+        settle();
+        assert_eq!(received_unix(&receiver), Vec::<String>::new());
+        assert!(
+            String::from_utf8_lossy(&out.stderr).contains(&format!("--allow-socket {path}")),
+            "{}",
+            show(&out)
+        );
+        // Next to it: sockets the command binds itself, in /tmp and in the
+        // project, an abstract name and UDP servers of its own.
+        let project = h.project.to_str().expect("UTF-8").to_owned();
+        for dir in ["/tmp", project.as_str()] {
+            let out = confined(&h, &["own", dir], None);
+            assert_eq!(stdout(&out), own_ok(), "{}", show(&out));
+        }
+        h.assert_sentinels_intact();
+    }
+
+    #[test]
+    fn below_abi_6_an_abstract_datagram_socket_outside_gets_nothing() {
+        let h = FakeHome::new();
+        let name = format!("strument-datagrams-outside-{}", std::process::id());
+        let address = SocketAddr::from_abstract_name(name.as_bytes()).expect("abstract");
+        let receiver = UnixDatagram::bind_addr(&address).expect("bind outside");
+        let out = bare(&["abstract", &name]);
+        assert_eq!(
+            stdout(&out),
+            "abstract sendmsg sent 3\nabstract sendmmsg sent 2\n",
+            "{}",
+            show(&out)
+        );
+        assert_eq!(received_unix(&receiver), ALL_THREE);
+        // Capped below the abstract scope: the supervisor alone refuses.
+        let out = confined(&h, &["abstract", &name], Some(5));
+        assert_eq!(
+            stdout(&out),
+            format!(
+                "abstract sendmsg errno {e}\nabstract sendmmsg errno {e}\n",
+                e = libc::EPERM
+            ),
+            "{}",
+            show(&out)
+        );
+        settle();
+        assert_eq!(received_unix(&receiver), Vec::<String>::new());
+        // Same cap: its own abstract name (and the rest of its own) works.
+        let out = confined(&h, &["own", "/tmp"], Some(5));
+        assert_eq!(stdout(&out), own_ok(), "{}", show(&out));
+    }
+
+    #[test]
+    fn a_udp_service_on_loopback_gets_nothing_from_sendmsg_or_sendmmsg() {
+        let h = FakeHome::new();
+        for bind in ["127.0.0.1:0", "[::1]:0"] {
+            let receiver = UdpSocket::bind(bind).expect("bind a UDP service");
+            let local = receiver.local_addr().expect("its address");
+            let (host, port) = (local.ip().to_string(), local.port().to_string());
+            let v4 = local.is_ipv4();
+            let out = bare(&["udp", &host, &port]);
+            let sent = "udp sendmsg sent 3\nudp sendmmsg sent 2\n";
+            let unspec_sent = "unspec sendmsg sent 3\nunspec sendmmsg sent 2\n";
+            let expected = if v4 {
+                format!("{sent}{unspec_sent}")
+            } else {
+                sent.to_owned()
+            };
+            assert_eq!(stdout(&out), expected, "{}", show(&out));
+            let heard = received_udp(&receiver);
+            assert_eq!(heard.len(), if v4 { 6 } else { 3 }, "{heard:?}");
+            // Refused from inside, also AF_UNSPEC, which an IPv4 UDP socket
+            // sends to as AF_INET.
+            let out = confined(&h, &["udp", &host, &port], None);
+            let e = libc::EACCES;
+            let refused = format!("udp sendmsg errno {e}\nudp sendmmsg errno {e}\n");
+            let expected = if v4 {
+                format!("{refused}unspec sendmsg errno {e}\nunspec sendmmsg errno {e}\n")
+            } else {
+                refused
+            };
+            assert_eq!(stdout(&out), expected, "{}", show(&out));
+            settle();
+            assert_eq!(received_udp(&receiver), Vec::<String>::new());
+        }
+        // Next to it: its own UDP servers on 127.0.0.1 and ::1, and a
+        // connected UDP socket sending with sendmmsg, the resolver's way.
+        let out = confined(&h, &["own", "/tmp"], None);
+        assert_eq!(stdout(&out), own_ok(), "{}", show(&out));
+        let out = confined(&h, &["connected-udp"], None);
+        assert_eq!(stdout(&out), "connected-udp ok\n", "{}", show(&out));
+    }
+
+    #[test]
+    fn descriptors_passed_with_scm_rights_streams_and_sendmmsg_counts_arrive_intact() {
+        let h = FakeHome::new();
+        let project = h.project.to_str().expect("UTF-8").to_owned();
+        for dir in ["/tmp", project.as_str()] {
+            let out = confined(&h, &["rights", dir], None);
+            assert_eq!(
+                stdout(&out),
+                "rights socketpair ok\nrights dgram socketpair ok\nrights own stream ok\n",
+                "{}",
+                show(&out)
+            );
+        }
+        // More than the supervisor copies at once (1 MiB): partial writes
+        // that the writer continues, compared byte for byte.
+        let out = confined(&h, &["stream", "8"], None);
+        assert_eq!(stdout(&out), "stream ok 8388608\n", "{}", show(&out));
+        let out = confined(&h, &["mmsg"], None);
+        assert_eq!(stdout(&out), "mmsg ok 4 1 2 3 4\n", "{}", show(&out));
+        // The same, unconfined, says the same.
+        assert_eq!(stdout(&bare(&["mmsg"])), "mmsg ok 4 1 2 3 4\n");
+    }
+
+    #[test]
+    fn a_second_thread_flipping_msg_name_or_the_socket_never_reaches_the_receiver_outside() {
+        let h = FakeHome::new();
+        let path = h.home.join("race-outside.sock");
+        let receiver = UnixDatagram::bind(&path).expect("bind outside");
+        let path = path.to_str().expect("UTF-8").to_owned();
+        // Granted half: the receiver hears an unconfined racer.
+        let out = bare(&["race", "/tmp", &path, "20000"]);
+        assert!(stdout(&out).starts_with("race sent="), "{}", show(&out));
+        assert!(!received_unix(&receiver).is_empty());
+        let out = confined(&h, &["race", "/tmp", &path, "20000"], None);
+        let line = stdout(&out);
+        let count = |key: &str| -> u64 {
+            line.split_whitespace()
+                .find_map(|kv| kv.strip_prefix(&format!("{key}=")))
+                .and_then(|v| v.trim().parse().ok())
+                .unwrap_or(0)
+        };
+        // Both names were really used: its own received, the outside one
+        // was refused, and nothing reached the receiver.
+        assert!(count("sent") > 0, "{}", show(&out));
+        assert!(count("EACCES") > 0, "{}", show(&out));
+        settle();
+        let leaked = received_unix(&receiver);
+        assert!(
+            leaked.is_empty(),
+            "{} datagrams reached the receiver outside",
+            leaked.len()
+        );
+    }
+
+    /// An i386 program's `sendmsg` and `sendmmsg` (the kernel's compat
+    /// layout) are read, decided and performed like a 64-bit one's.
+    #[cfg(target_arch = "x86_64")]
+    #[test]
+    fn a_32_bit_program_s_messages_are_read_in_its_layout() {
+        let h = FakeHome::new();
+        // Bound well before the session (a socket in the project that
+        // changed as it began is not the project's).
+        let outside = h.home.join("outside-compat.sock");
+        let receiver = UnixDatagram::bind(&outside).expect("bind outside");
+        let inside = h.project.join("inside-compat.sock");
+        let own = UnixDatagram::bind(&inside).expect("bind in the project");
+        let cc = require_tool("cc", "gcc");
+        let source = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/compat32.c");
+        let binary = h.home.join("compat32");
+        assert_success(&output(
+            Command::new(cc)
+                .args(["-m32", "-O1", "-nostdlib", "-static", "-ffreestanding"])
+                .args(["-fno-pic", "-fno-stack-protector", "-o"])
+                .arg(&binary)
+                .arg(&source),
+        ));
+        let binary = binary.to_str().expect("UTF-8").to_owned();
+        let outside = outside.to_str().expect("UTF-8");
+        settle();
+        let rights = "i386 sendmsg rights 1\ni386 received fd works: yes\n";
+        // Granted: unconfined, and confined to a socket in the project.
+        let out = output(Command::new(&binary).arg(outside));
+        let sent = "i386 sendmsg named 1\ni386 sendmmsg named 2 1 1\n";
+        assert_eq!(stdout(&out), format!("{rights}{sent}"), "{}", show(&out));
+        assert_eq!(received_unix(&receiver).len(), 3);
+        let out = h.run(&[], &[&binary, inside.to_str().expect("UTF-8")]);
+        assert_eq!(stdout(&out), format!("{rights}{sent}"), "{}", show(&out));
+        assert_eq!(received_unix(&own).len(), 3);
+        // Refused: the socket outside; msg_len untouched.
+        let out = h.run(&[], &[&binary, outside]);
+        let e = libc::EACCES;
+        assert_eq!(
+            stdout(&out),
+            format!("{rights}i386 sendmsg named -{e}\ni386 sendmmsg named -{e} 99 99\n"),
+            "{}",
+            show(&out)
+        );
+        settle();
+        assert_eq!(received_unix(&receiver), Vec::<String>::new());
+    }
+
+    /// A signal to a thread whose send the supervisor performs: from Linux
+    /// 5.19 the call is not interrupted (`WAIT_KILLABLE_RECV`); without it,
+    /// as on older kernels, the kernel restarts the call, which the
+    /// supervisor answers with the first call's result instead of sending
+    /// the data twice.
+    #[test]
+    fn a_signal_during_a_performed_send_neither_repeats_nor_loses_data() {
+        let h = FakeHome::new();
+        for without_killable_recv in [false, true] {
+            let helper = helper();
+            let mut cmd = h.run_command(&h.project, &[], &[&helper, "restart", "4"]);
+            if without_killable_recv {
+                cmd.env("STRUMENT_SANDBOX_TEST_WITHOUT_KILLABLE_RECV", "1");
+            }
+            let out = output(&mut cmd);
+            assert_eq!(
+                stdout(&out),
+                "restart ok 4194304 signals>0=1\n",
+                "without WAIT_KILLABLE_RECV: {without_killable_recv}; {}",
+                show(&out)
+            );
+        }
+        // The same, unconfined, says the same.
+        assert_eq!(
+            stdout(&bare(&["restart", "4"])),
+            "restart ok 4194304 signals>0=1\n"
+        );
+    }
+
+    #[test]
+    fn name_lookups_from_the_hosts_file_work_confined() {
+        let h = FakeHome::new();
+        let out = h.run(&[], &["getent", "ahosts", "localhost"]);
+        assert_success(&out);
+        assert_eq!(
+            stdout(&out),
+            stdout(&output(
+                Command::new("getent").args(["ahosts", "localhost"])
+            ))
+        );
+    }
+
+    mod needs_network {
+        use super::*;
+
+        /// glibc asks the resolver for A and AAAA with one `sendmmsg` on a
+        /// connected UDP socket: confined, the answer is the bare one.
+        #[test]
+        fn a_resolver_lookup_answers_the_same_confined() {
+            let h = FakeHome::new();
+            for name in ["static.crates.io", "example.com"] {
+                let plain = output(Command::new("getent").args(["ahosts", name]));
+                let out = h.run(&[], &["getent", "ahosts", name]);
+                assert_eq!(out.status.code(), plain.status.code(), "{}", show(&out));
+                assert_eq!(stdout(&out), stdout(&plain), "{}", show(&out));
+            }
+        }
+    }
+}
