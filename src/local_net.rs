@@ -372,17 +372,27 @@ pub(crate) struct LocalAddresses {
     /// and then the table is read again on every question it cannot answer
     /// from loopback alone.
     changes: Option<OwnedFd>,
+    /// Whether the table has been read: not before the first question that
+    /// needs it, so a command that reaches no other address costs no dump.
+    read: bool,
 }
 
 impl LocalAddresses {
-    /// Reads the table and starts listening for changes.
-    pub(crate) fn read() -> LocalAddresses {
-        // Subscribed before the dump, so no change falls in between.
-        let changes = sys::route_socket(sys::ROUTE_CHANGES, true).ok();
+    /// The table, read at the first question that needs it (see
+    /// [`LocalAddresses::contains`]), listening for changes from then on.
+    pub(crate) fn unread() -> LocalAddresses {
         LocalAddresses {
-            prefixes: dump_local_prefixes().unwrap_or_default(),
-            changes,
+            prefixes: Vec::new(),
+            changes: None,
+            read: false,
         }
+    }
+
+    fn read_now(&mut self) {
+        // Subscribed before the dump, so no change falls in between.
+        self.changes = sys::route_socket(sys::ROUTE_CHANGES, true).ok();
+        self.prefixes = dump_local_prefixes().unwrap_or_default();
+        self.read = true;
     }
 
     /// Whether `ip` is an address of this machine.
@@ -391,7 +401,11 @@ impl LocalAddresses {
         if ip.is_loopback() || ip.is_unspecified() || ip == IpAddr::V4(Ipv4Addr::BROADCAST) {
             return true;
         }
-        self.refresh_if_changed();
+        if self.read {
+            self.refresh_if_changed();
+        } else {
+            self.read_now();
+        }
         self.prefixes.iter().any(|p| p.contains(ip))
     }
 
@@ -565,15 +579,12 @@ struct BoundPort {
     cookie: Option<u64>,
 }
 
-/// Nothing named, and this machine's addresses read at every question
-/// loopback alone cannot answer: a supervisor always has [`LocalNet::new`].
+/// Nothing named, and this machine's addresses read at the first question
+/// loopback alone cannot answer, as [`LocalNet::new`] does.
 impl Default for LocalNet {
     fn default() -> LocalNet {
         LocalNet {
-            addresses: Mutex::new(LocalAddresses {
-                prefixes: Vec::new(),
-                changes: None,
-            }),
+            addresses: Mutex::new(LocalAddresses::unread()),
             named: Vec::new(),
             bound: Mutex::new(Vec::new()),
             diag: Mutex::new(None),
@@ -582,10 +593,12 @@ impl Default for LocalNet {
 }
 
 impl LocalNet {
-    /// Reads this machine's addresses; `named` are the policy's ports.
+    /// This machine's addresses, read at the first question about one
+    /// that is not loopback (a command that connects nowhere else costs no
+    /// route dump); `named` are the policy's ports.
     pub(crate) fn new(named: Vec<LocalPort>) -> LocalNet {
         LocalNet {
-            addresses: Mutex::new(LocalAddresses::read()),
+            addresses: Mutex::new(LocalAddresses::unread()),
             named,
             bound: Mutex::new(Vec::new()),
             diag: Mutex::new(None),
@@ -935,7 +948,7 @@ mod tests {
 
     #[test]
     fn loopback_mapped_unspecified_and_interface_addresses_are_this_machine() {
-        let mut here = LocalAddresses::read();
+        let mut here = LocalAddresses::unread();
         for local in [
             "127.0.0.1",
             "127.0.0.2",

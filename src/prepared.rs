@@ -67,10 +67,11 @@ impl Prepared {
         )
     }
 
-    /// The connect supervisor's end for one more child (starting its
-    /// thread at the first), for [`Spawn`](crate::spawn::Spawn).
-    pub(crate) fn connect_hook(&self) -> io::Result<crate::connect::ChildHook> {
-        self.connect.hook()
+    /// The supervisor's end for a child started by [`Spawn`](crate::spawn::Spawn),
+    /// with the thread that serves it already running (see
+    /// `Supervisor::direct_hook`).
+    pub(crate) fn direct_connect_hook(&self) -> io::Result<crate::connect::ChildHook> {
+        self.connect.direct_hook()
     }
 
     /// The variables a command started by [`Spawn`](crate::spawn::Spawn)

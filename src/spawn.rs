@@ -9,7 +9,8 @@
 //! candidates, the ruleset descriptor and the terminal filter) and starts
 //! the child with `clone(CLONE_VM | CLONE_VFORK)`, as `posix_spawn` does:
 //! the child restricts itself and execs without copying anything. Standard
-//! input, output and error are inherited, and only the descriptors above 2
+//! input, output and error are inherited (output and error may be given
+//! instead: [`Spawn::stdout_to`], [`Spawn::stderr_to`]), and only the descriptors above 2
 //! the prepared policy keeps (see [`Prepared::keep_fds`](crate::Prepared::keep_fds)); the
 //! environment gets the session's variables as with `confine` (see
 //! [`Prepared::environment`](crate::Prepared::environment)).
@@ -44,6 +45,9 @@ pub struct Spawn {
     args: Vec<OsString>,
     env: Option<Vec<(OsString, OsString)>>,
     cwd: Option<PathBuf>,
+    /// Descriptors the child gets as its standard output and error, by
+    /// `dup2` before anything else (`(from, to)`, `to` 1 or 2).
+    redirect: Vec<(RawFd, RawFd)>,
 }
 
 /// A child started by [`Spawn::spawn`]. Dropping it neither waits for nor
@@ -69,6 +73,7 @@ impl Spawn {
             args: Vec::new(),
             env: None,
             cwd: None,
+            redirect: Vec::new(),
         }
     }
 
@@ -134,6 +139,42 @@ impl Spawn {
         self
     }
 
+    /// The child's standard output is `fd` instead of the caller's: `fd`
+    /// is duplicated onto descriptor 1 in the child, before it confines
+    /// itself. The caller keeps `fd` open until [`Spawn::spawn`] returns
+    /// (and closes it then, for a pipe to see its end with the child's).
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// use std::os::fd::AsRawFd;
+    /// let log = std::fs::File::create("/tmp/out.log")?;
+    /// let spawn = strument_sandbox::spawn::Spawn::new("make").stdout_to(log.as_raw_fd());
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn stdout_to(mut self, fd: RawFd) -> Spawn {
+        self.redirect.retain(|(_, to)| *to != 1);
+        self.redirect.push((fd, 1));
+        self
+    }
+
+    /// The child's standard error is `fd` instead of the caller's, as
+    /// [`Spawn::stdout_to`] does for standard output.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// use std::os::fd::AsRawFd;
+    /// let log = std::fs::File::create("/tmp/err.log")?;
+    /// let spawn = strument_sandbox::spawn::Spawn::new("make").stderr_to(log.as_raw_fd());
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn stderr_to(mut self, fd: RawFd) -> Spawn {
+        self.redirect.retain(|(_, to)| *to != 2);
+        self.redirect.push((fd, 2));
+        self
+    }
+
     /// Starts the command confined by `prepared` and returns once it has
     /// exec'd. The child restricts itself exactly as with
     /// [`Prepared::confine`](crate::Prepared::confine) (`no_new_privs`, the
@@ -167,9 +208,15 @@ impl Spawn {
         };
         let extra = prepared.environment_to_set(&chosen);
         // Without the supervisor nothing may run, as with `confine`.
-        let hook = prepared.connect_hook()?;
-        let connect = Some((hook.filter().instructions(), hook.sender()));
-        self.start(Some((ruleset, filter)), connect, Some(keep), &extra)
+        // A socket pair and a serving thread for this child alone: no
+        // thread waits for the listeners of others.
+        let hook = prepared.direct_connect_hook()?;
+        let connect = Some((hook.program(), hook.sender()));
+        let started = self.start(Some((ruleset, filter)), connect, Some(keep), &extra);
+        // The child's copy closed at exec; ours now, so that the serving
+        // thread of a child that failed before sending sees the end.
+        drop(hook);
+        started
     }
 
     /// Starts the command unconfined, by the same path: what confining adds
@@ -234,6 +281,7 @@ impl Spawn {
             envp: &envp,
             shell_argv: &mut shell_argv,
             cwd: cwd.as_deref(),
+            redirect: &self.redirect,
             confine,
             connect,
             keep_fds: keep.as_deref(),

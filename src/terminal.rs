@@ -42,6 +42,7 @@ impl SockFilter {
 const LD_W_ABS: u16 = 0x20; // BPF_LD (0) | BPF_W (0) | BPF_ABS (0x20)
 const JEQ_K: u16 = 0x05 | 0x10; // BPF_JMP | BPF_JEQ | BPF_K
 const RET_K: u16 = 0x06; // BPF_RET | BPF_K
+const JA: u16 = 0x05; // BPF_JMP | BPF_JA
 
 // <linux/seccomp.h>
 const RET_KILL_PROCESS: u32 = 0x8000_0000;
@@ -110,6 +111,34 @@ impl TerminalFilter {
     /// The instructions, for `sys::install_seccomp_filter`.
     pub(crate) fn instructions(&self) -> &[SockFilter] {
         &self.program
+    }
+
+    /// This program with `then` run wherever it would allow: one filter,
+    /// installed by one `seccomp` call and run once a system call, doing
+    /// what the two installed one after the other do. The kernel runs every
+    /// filter and takes the strictest answer; this program answers only
+    /// allow, `EPERM` (for `ioctl` with `TIOCSTI` or `TIOCLINUX`, which
+    /// `then` does not mediate) and kill (an architecture it does not know,
+    /// which `then` could only kill too), so running `then` only where this
+    /// one allows changes no answer. Each `ret ALLOW` becomes a jump to
+    /// `then`'s first instruction; every other instruction, its own jumps
+    /// included, stays where it was.
+    pub(crate) fn followed_by(&self, then: &[SockFilter]) -> Vec<SockFilter> {
+        let len = self.program.len();
+        let mut out: Vec<SockFilter> = self
+            .program
+            .iter()
+            .enumerate()
+            .map(|(at, ins)| {
+                if ins.code == RET_K && ins.k == RET_ALLOW {
+                    stmt(JA, u32::try_from(len - at - 1).unwrap_or(u32::MAX))
+                } else {
+                    *ins
+                }
+            })
+            .collect();
+        out.extend_from_slice(then);
+        out
     }
 }
 
@@ -180,7 +209,8 @@ fn jump(distance: usize) -> u8 {
 mod tests {
     use super::*;
 
-    /// A classic BPF interpreter for the four opcodes the program uses.
+    /// A classic BPF interpreter for the opcodes the program uses (and `ja`,
+    /// which `followed_by` adds).
     fn run(program: &[SockFilter], nr: u32, arch: u32, arg1: u64) -> u32 {
         let mut data = [0u8; 64];
         data[0..4].copy_from_slice(&nr.to_ne_bytes());
@@ -196,6 +226,7 @@ mod tests {
                     pc += 1;
                 }
                 JEQ_K => pc += 1 + usize::from(if acc == i.k { i.jt } else { i.jf }),
+                JA => pc += 1 + i.k as usize,
                 RET_K => return i.k,
                 other => panic!("unexpected opcode {other:#x}"),
             }
@@ -223,6 +254,39 @@ mod tests {
             assert_eq!(run(&p, 1, *arch, TIOCSTI.into()), RET_ALLOW);
         }
         assert_eq!(run(&p, 16, 0x1234, 0), RET_KILL_PROCESS);
+    }
+
+    #[test]
+    fn followed_by_runs_the_second_program_exactly_where_the_first_allows() {
+        // A second program that answers something recognisable.
+        const THEN: u32 = RET_ERRNO | 99;
+        let first = TerminalFilter::new().expect("a supported architecture");
+        let both = first.followed_by(&[stmt(RET_K, THEN)]);
+        let alone = first.instructions();
+        assert_eq!(both.len(), alone.len() + 1);
+        let table = conventions().expect("a supported architecture");
+        let mut cases = vec![(16, 0x1234, 0)];
+        for (arch, numbers) in table {
+            for n in numbers.iter().copied().chain([1, 59]) {
+                for arg in [u64::from(TIOCSTI), u64::from(TIOCLINUX), 0x5401, 0x5413, 0] {
+                    cases.push((n, *arch, arg));
+                }
+            }
+        }
+        for (nr, arch, arg) in cases {
+            let expected = match run(alone, nr, arch, arg) {
+                RET_ALLOW => THEN,
+                refused => refused,
+            };
+            assert_eq!(
+                run(&both, nr, arch, arg),
+                expected,
+                "{nr} {arch:#x} {arg:#x}"
+            );
+        }
+        // Granted beside refused: the first program alone allows a plain call.
+        assert_eq!(run(alone, 1, table[0].0, 0), RET_ALLOW);
+        assert_eq!(run(&both, 1, table[0].0, 0), THEN);
     }
 
     #[test]

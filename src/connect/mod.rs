@@ -59,6 +59,7 @@ pub(crate) use rules::Rules;
 use crate::local_net::{self, Listener, Transport};
 use crate::services::ServiceKind;
 use crate::sys;
+use crate::terminal::{SockFilter, TerminalFilter};
 
 /// Where a refused connection was going.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -322,14 +323,15 @@ fn errno(e: &io::Error) -> i32 {
 /// sending end of the supervisor's socket.
 #[derive(Debug, Clone)]
 pub(crate) struct ChildHook {
-    filter: NotifyFilter,
+    program: Arc<[SockFilter]>,
     sender: Arc<OwnedFd>,
 }
 
 impl ChildHook {
-    /// The seccomp program.
-    pub(crate) fn filter(&self) -> &NotifyFilter {
-        &self.filter
+    /// The seccomp program: the terminal filter followed by the
+    /// supervisor's (see `TerminalFilter::followed_by`), installed as one.
+    pub(crate) fn program(&self) -> &[SockFilter] {
+        &self.program
     }
 
     /// The socket to send the listener over.
@@ -343,7 +345,8 @@ impl ChildHook {
 /// process starts no thread, and a thread serving each listener until no
 /// process uses it.
 pub(crate) struct Supervisor {
-    filter: NotifyFilter,
+    /// The terminal filter and the supervisor's, as one program.
+    program: Arc<[SockFilter]>,
     shared: Arc<Shared>,
     /// The sending end of the listeners' socket once the thread runs, or
     /// the errno that stopped it.
@@ -357,12 +360,13 @@ impl fmt::Debug for Supervisor {
 }
 
 impl Supervisor {
-    /// A supervisor deciding by `rules`; no thread runs yet.
+    /// A supervisor deciding by `rules`, whose children install `terminal`
+    /// and its filter as one program; no thread runs yet.
     ///
     /// # Errors
     ///
     /// When the architecture has no filter.
-    pub(crate) fn new(rules: Rules) -> io::Result<Supervisor> {
+    pub(crate) fn new(rules: Rules, terminal: &TerminalFilter) -> io::Result<Supervisor> {
         let filter = NotifyFilter::new().ok_or_else(|| {
             io::Error::new(
                 io::ErrorKind::Unsupported,
@@ -373,7 +377,7 @@ impl Supervisor {
             )
         })?;
         Ok(Supervisor {
-            filter,
+            program: terminal.followed_by(filter.instructions()).into(),
             shared: Arc::new(Shared {
                 rules,
                 bound: Mutex::new(Bound::default()),
@@ -401,11 +405,39 @@ impl Supervisor {
         });
         match started {
             Ok(sender) => Ok(ChildHook {
-                filter: self.filter.clone(),
+                program: Arc::clone(&self.program),
                 sender: Arc::clone(sender),
             }),
             Err(e) => Err(io::Error::from_raw_os_error(*e)),
         }
+    }
+
+    /// For a child of [`Spawn`](crate::spawn::Spawn): a socket pair of its
+    /// own, and the thread that takes the listener the child hands over on
+    /// it and serves it, started now: the child waits before `exec` for its
+    /// listener to be served (see `sys::send_listener`) while
+    /// `clone(CLONE_VFORK)` suspends the caller. No thread waits for the
+    /// listeners of other children. Once the child has exec'd or failed,
+    /// the caller drops the hook: a child that sent nothing then reads as
+    /// the end, and the thread ends.
+    ///
+    /// # Errors
+    ///
+    /// When the socket pair cannot be made or the thread cannot start.
+    pub(crate) fn direct_hook(&self) -> io::Result<ChildHook> {
+        let (ours, theirs) = sys::seqpacket_pair()?;
+        let shared = Arc::clone(&self.shared);
+        std::thread::Builder::new()
+            .name("strument-connect-child".into())
+            .spawn(move || {
+                if let Ok(Some((listener, command))) = sys::recv_listener(&ours) {
+                    serve::serve(listener, command, shared);
+                }
+            })?;
+        Ok(ChildHook {
+            program: Arc::clone(&self.program),
+            sender: Arc::new(theirs),
+        })
     }
 
     /// For `Policy::apply`: starts a helper process, unconfined because it
@@ -421,10 +453,9 @@ impl Supervisor {
     pub(crate) fn start_helper(&self) -> io::Result<ChildHook> {
         let (ours, theirs) = sys::seqpacket_pair()?;
         let shared = Arc::clone(&self.shared);
+        // The intermediate process sends the helper's pid: no wait here
+        // for the helper to be scheduled.
         sys::fork_helper(&theirs, move |socket| {
-            if sys::send_pid(&socket, sys::pid()).is_err() {
-                return;
-            }
             if let Ok(Some((listener, command))) = sys::recv_listener(&socket) {
                 serve::serve(listener, command, shared);
             }
@@ -433,7 +464,7 @@ impl Supervisor {
         let helper = sys::recv_pid(&ours)?;
         sys::allow_ptracer(helper)?;
         Ok(ChildHook {
-            filter: self.filter.clone(),
+            program: Arc::clone(&self.program),
             sender: Arc::new(ours),
         })
     }

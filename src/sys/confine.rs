@@ -56,16 +56,18 @@ impl From<RestrictError> for io::Error {
 /// then fails, the process is left with a filter that only refuses two
 /// ioctls, and the caller still refuses.
 ///
-/// With `connect`, the connect supervisor's filter goes on next, and its
-/// listener is sent to the supervisor and closed here: from then on every
-/// `connect` and `bind` waits for the supervisor's answer.
+/// With `connect`, the connect supervisor's program goes on instead, which
+/// begins with the terminal filter (`TerminalFilter::followed_by`): one
+/// filter, one `seccomp` call; its listener is sent to the supervisor and
+/// closed here: from then on every `connect` and `bind` waits for the
+/// supervisor's answer.
 pub(crate) fn restrict_self(
     fd: &OwnedFd,
     flags: u32,
     filter: &TerminalFilter,
     connect: Option<&ChildHook>,
 ) -> Result<(), RestrictError> {
-    let connect = connect.map(|hook| (hook.filter().instructions(), hook.sender()));
+    let connect = connect.map(|hook| (hook.program(), hook.sender()));
     restrict_self_raw(fd.as_raw_fd(), flags, filter.instructions(), connect).map_err(|e| match e {
         RestrictStep::Landlock(errno) => {
             RestrictError::Landlock(io::Error::from_raw_os_error(errno))
@@ -106,10 +108,18 @@ pub(crate) fn restrict_self_raw(
     let errno = |e: io::Error| e.raw_os_error().unwrap_or(libc::EIO);
     set_no_new_privs().map_err(|e| RestrictStep::Landlock(errno(e)))?;
     let all_threads = flags & RESTRICT_SELF_TSYNC != 0;
-    install_seccomp_filter(filter, all_threads).map_err(|e| RestrictStep::Seccomp(errno(e)))?;
-    if let Some((program, sender)) = connect {
-        let listener = install_listener(program, all_threads).map_err(RestrictStep::Supervisor)?;
-        send_listener(sender, listener).map_err(RestrictStep::Supervisor)?;
+    match connect {
+        // The supervisor's program begins with the terminal filter: one
+        // filter, one `seccomp` call.
+        Some((program, sender)) => {
+            let listener =
+                install_listener(program, all_threads).map_err(RestrictStep::Supervisor)?;
+            send_listener(sender, listener).map_err(RestrictStep::Supervisor)?;
+        }
+        None => {
+            install_seccomp_filter(filter, all_threads)
+                .map_err(|e| RestrictStep::Seccomp(errno(e)))?;
+        }
     }
     // SAFETY: the fd is a live ruleset descriptor the caller keeps open for
     // the call; the kernel takes a reference of its own and reads no user memory.
@@ -131,7 +141,7 @@ pub(crate) fn confine_before_exec(
 ) {
     let hook = move || restrict_self(&fd, 0, &filter, Some(&connect)).map_err(io::Error::from);
     // SAFETY: the hook runs in the forked child and only performs
-    // async-signal-safe syscalls (prctl, seccomp twice, getpid, sendmsg,
+    // async-signal-safe syscalls (prctl, seccomp, getpid, sendmsg,
     // close, landlock_restrict_self) on descriptors and programs built by
     // the parent; building an io::Error from a raw errno does not
     // allocate. Nothing else from the parent's state is touched.

@@ -482,7 +482,8 @@ pub(crate) fn is_nonblocking(fd: BorrowedFd<'_>) -> io::Result<bool> {
 /// session of its own, so that neither the caller's `waitpid` nor a signal
 /// to its process group reaches it), that keeps only `keep` (as fd 3, with
 /// 0-2 on `/dev/null`), runs `body` and exits. Returns once the
-/// intermediate child is reaped.
+/// intermediate child is reaped; it sends the helper's pid over `keep`
+/// first ([`send_pid`]), so the caller need not wait for the helper to run.
 ///
 /// The helper runs Rust code after `fork`: when the caller has other
 /// threads this relies on glibc's fork handlers leaving `malloc` usable in
@@ -514,9 +515,10 @@ pub(crate) fn fork_helper(keep: &OwnedFd, body: impl FnOnce(OwnedFd)) -> io::Res
     // SAFETY: as above.
     let second = unsafe { libc::fork() };
     if second != 0 {
+        let sent = second > 0 && send_pid(keep, second).is_ok();
         // SAFETY: _exit ends this process without running the caller's
         // atexit handlers or destructors.
-        unsafe { libc::_exit(if second > 0 { 0 } else { 1 }) };
+        unsafe { libc::_exit(if sent { 0 } else { 1 }) };
     }
     // SAFETY: setsid, dup2, close_range, open and _exit take integers and
     // a NUL-terminated literal; they touch no Rust-owned memory.
@@ -587,12 +589,6 @@ pub(crate) fn recv_pid(socket: &OwnedFd) -> io::Result<i32> {
     } else {
         Err(io::Error::from_raw_os_error(libc::EPIPE))
     }
-}
-
-/// The caller's pid.
-pub(crate) fn pid() -> i32 {
-    // SAFETY: getpid takes no arguments.
-    unsafe { libc::getpid() }
 }
 
 /// What the kernel says of one unix socket (`NETLINK_SOCK_DIAG`): asked

@@ -42,6 +42,8 @@ pub(crate) struct Plan<'a> {
     pub(crate) shell_argv: &'a mut [*const c_char],
     /// The directory to change to first, if any.
     pub(crate) cwd: Option<&'a CStr>,
+    /// `(from, to)`: `from` duplicated onto `to` (1 or 2) first.
+    pub(crate) redirect: &'a [(RawFd, RawFd)],
     /// The Landlock ruleset to enforce, and the terminal filter installed
     /// with it (`None`: the child is not confined).
     pub(crate) confine: Option<(RawFd, &'a [SockFilter])>,
@@ -217,6 +219,13 @@ fn prepare_and_exec(plan: &mut Plan<'_>) -> c_int {
     let empty = empty_signal_set();
     // SAFETY: `empty` is a valid set; this task's mask only.
     unsafe { libc::sigprocmask(libc::SIG_SETMASK, &raw const empty, std::ptr::null_mut()) };
+    for &(from, to) in plan.redirect {
+        // SAFETY: dup2 on descriptors the caller keeps open for this call;
+        // the copy at `to` is not close-on-exec.
+        if unsafe { libc::dup2(from, to) } < 0 {
+            return errno();
+        }
+    }
     if let Some(dir) = plan.cwd {
         // SAFETY: `dir` is a NUL-terminated string owned by the caller.
         if unsafe { libc::chdir(dir.as_ptr()) } != 0 {

@@ -94,6 +94,25 @@ impl SignalForwarder {
     /// it alone was stopped; otherwise one signal taken (waiting at most
     /// `timeout`, forever with `None`) and passed on.
     fn poll(&self, child: u32, timeout: Option<Duration>) -> io::Result<Option<ExitStatus>> {
+        self.step(child, Some(timeout))
+    }
+
+    /// The signals waited for, blocked: for a `signalfd` of them.
+    pub(crate) fn blocked(&self) -> &SignalSet {
+        &self.blocked
+    }
+
+    /// One step of waiting for `child`: reaps it if it ended (with the
+    /// signals still pending), or follows its stop; then, with
+    /// `take: Some(timeout)`, takes one signal, waiting at most `timeout`,
+    /// and forwards it. `take: None` takes none: for a caller that waits
+    /// on a `signalfd` of [`SignalForwarder::blocked`] itself and takes one
+    /// only when it is readable, so that none is taken before its wait.
+    pub(crate) fn step(
+        &self,
+        child: u32,
+        take: Option<Option<Duration>>,
+    ) -> io::Result<Option<ExitStatus>> {
         let pid = libc::pid_t::try_from(child).map_err(io::Error::other)?;
         match sys::wait_child(pid)? {
             ChildState::Ended(raw) => {
@@ -118,8 +137,10 @@ impl SignalForwarder {
             }
             ChildState::Running => {}
         }
-        if let Some(info) = sys::wait_signal(&self.blocked, timeout)? {
-            forward(pid, info);
+        if let Some(timeout) = take {
+            if let Some(info) = sys::wait_signal(&self.blocked, timeout)? {
+                forward(pid, info);
+            }
         }
         Ok(None)
     }

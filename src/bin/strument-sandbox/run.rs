@@ -78,10 +78,12 @@ pub(crate) fn cmd_run(
             .map_err(|e| cannot_run(program, &e))?
     } else {
         // The command's standard error passed on with its end kept, so a
-        // failure can be explained from the paths it names.
-        let mut waiter = Tailing::new(&mut forwarder, Some(&mut cmd));
+        // failure can be explained from the paths it names; started the
+        // same way, its standard error a pipe of ours.
+        let mut waiter = Tailing::new(&mut forwarder);
+        let spawn = waiter.redirect(Spawn::new(program).args(args));
         let finished = session
-            .run_waiting(&mut cmd, &mut waiter)
+            .run_spawn(&spawn, &mut waiter)
             .map_err(|e| cannot_run(program, &e))?;
         let said_last = waiter.finish();
         if !finished.status.success() {

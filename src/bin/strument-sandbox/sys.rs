@@ -254,3 +254,67 @@ pub(crate) fn stop_self() -> io::Result<()> {
         Err(io::Error::last_os_error())
     }
 }
+
+/// A pipe, both ends close-on-exec: `(read, write)`. (`std::io::pipe` is
+/// newer than the crate's `rust-version`.)
+pub(crate) fn pipe() -> io::Result<(std::os::fd::OwnedFd, std::os::fd::OwnedFd)> {
+    use std::os::fd::FromRawFd;
+    let mut fds = [0 as libc::c_int; 2];
+    // SAFETY: `fds` has room for the two descriptors pipe2 writes.
+    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: both descriptors were just made by pipe2 and are owned by no one else.
+    Ok(unsafe {
+        (
+            std::os::fd::OwnedFd::from_raw_fd(fds[0]),
+            std::os::fd::OwnedFd::from_raw_fd(fds[1]),
+        )
+    })
+}
+
+/// A descriptor readable while a signal of `set` (which must be blocked)
+/// is pending: `signalfd`, close-on-exec and non-blocking. Only its
+/// readiness is used; the signals are taken by [`wait_signal`].
+pub(crate) fn signalfd(set: &SignalSet) -> io::Result<std::os::fd::OwnedFd> {
+    use std::os::fd::FromRawFd;
+    // SAFETY: a valid set; -1 asks for a new descriptor.
+    let fd =
+        unsafe { libc::signalfd(-1, &raw const set.0, libc::SFD_CLOEXEC | libc::SFD_NONBLOCK) };
+    if fd < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: the descriptor was just made and is owned by no one else.
+    Ok(unsafe { std::os::fd::OwnedFd::from_raw_fd(fd) })
+}
+
+/// `poll(2)` on `fds` (each `(descriptor, events)`), at most `timeout`
+/// (forever with `None`); returns each descriptor's `revents`, all 0 when
+/// the time ran out or a signal interrupted the wait.
+pub(crate) fn poll(
+    fds: &[(std::os::fd::BorrowedFd<'_>, libc::c_short)],
+    timeout: Option<std::time::Duration>,
+) -> io::Result<Vec<libc::c_short>> {
+    use std::os::fd::AsRawFd;
+    let mut polled: Vec<libc::pollfd> = fds
+        .iter()
+        .map(|(fd, events)| libc::pollfd {
+            fd: fd.as_raw_fd(),
+            events: *events,
+            revents: 0,
+        })
+        .collect();
+    let ms = timeout.map_or(-1, |t| {
+        libc::c_int::try_from(t.as_millis()).unwrap_or(libc::c_int::MAX)
+    });
+    // SAFETY: `polled` is a live array of `len` pollfd entries.
+    let ret = unsafe { libc::poll(polled.as_mut_ptr(), polled.len() as libc::nfds_t, ms) };
+    if ret < 0 {
+        let err = io::Error::last_os_error();
+        if err.raw_os_error() != Some(libc::EINTR) {
+            return Err(err);
+        }
+        return Ok(vec![0; fds.len()]);
+    }
+    Ok(polled.iter().map(|p| p.revents).collect())
+}

@@ -11,16 +11,16 @@
 
 use std::fs::File;
 use std::io::{self, IsTerminal, Read, Write};
-use std::os::fd::{AsFd, OwnedFd};
+use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 use std::os::unix::fs::MetadataExt;
 use std::process::{Child, Command, ExitStatus, Stdio};
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Condvar, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use strument_sandbox::session::Waiter;
+use strument_sandbox::spawn::{Spawn, Spawned};
 
 use crate::forward::SignalForwarder;
+use crate::sys;
 
 /// How much of the end of the command's output is kept.
 const KEPT: usize = 64 * 1024;
@@ -35,43 +35,144 @@ pub(crate) fn wanted() -> bool {
 }
 
 /// The CLI's waiter with the command's standard error passed on through a
-/// pipe (when [`wanted`]) and its last part kept.
+/// pipe of our own and its last part kept. The command is started by
+/// [`Spawn`] (`clone(CLONE_VM | CLONE_VFORK)`) with the pipe's write end as
+/// its standard error (and output, when ours are one file): one `poll` on
+/// the pipe and a `signalfd` of the forwarded signals waits for both, so
+/// no thread of `run` reads the pipe.
 pub(crate) struct Tailing<'a> {
     forwarder: &'a mut SignalForwarder,
-    pending: Option<Pending>,
-    tail: Option<Tail>,
+    /// The pipe until the command has started: `(read, write)`.
+    pending: Option<(OwnedFd, OwnedFd)>,
+    /// Whether standard output goes into the pipe too.
+    shared: bool,
+    /// The pipe's read end while the command (or what it left) holds the
+    /// other.
+    reading: Option<File>,
+    /// The last [`KEPT`] bytes read.
+    kept: Vec<u8>,
 }
 
 impl<'a> Tailing<'a> {
-    /// Waits with `forwarder`; with `cmd`, pipes its standard error first.
-    pub(crate) fn new(forwarder: &'a mut SignalForwarder, cmd: Option<&mut Command>) -> Self {
-        let pending = cmd.map(|cmd| pipe(cmd, forwarder));
+    /// Waits with `forwarder`, the command's output going through a pipe
+    /// when one can be made (else it is inherited, and nothing kept).
+    pub(crate) fn new(forwarder: &'a mut SignalForwarder) -> Self {
         Tailing {
             forwarder,
-            pending,
-            tail: None,
+            pending: sys::pipe().ok(),
+            shared: same_file(),
+            reading: None,
+            kept: Vec::new(),
         }
     }
 
-    /// After the command ended: what it wrote last (see [`Tail::finish`]).
-    pub(crate) fn finish(self) -> Vec<u8> {
-        match self.tail {
-            Some(tail) => tail.finish(self.forwarder),
-            None => Vec::new(),
+    /// `spawn` with its standard error (and output, when ours are one file,
+    /// so that their lines keep their order) into the pipe.
+    pub(crate) fn redirect(&self, spawn: Spawn) -> Spawn {
+        match &self.pending {
+            Some((_, write)) if self.shared => spawn
+                .stdout_to(write.as_raw_fd())
+                .stderr_to(write.as_raw_fd()),
+            Some((_, write)) => spawn.stderr_to(write.as_raw_fd()),
+            None => spawn,
         }
+    }
+
+    /// Once the command runs: our write end closed (the command's copy
+    /// closes with it), the read end kept for reading.
+    fn started(&mut self) {
+        if let Some((read, write)) = self.pending.take() {
+            drop(write);
+            self.reading = Some(File::from(read));
+        }
+    }
+
+    /// Passes on what the pipe holds now (one read); at its end, stops
+    /// reading it.
+    fn pass_on(&mut self) {
+        let Some(from) = &mut self.reading else {
+            return;
+        };
+        let mut buf = [0u8; 8192];
+        match from.read(&mut buf) {
+            Ok(0) => self.reading = None,
+            Ok(n) => {
+                let _ = io::stderr().write_all(&buf[..n]);
+                self.kept.extend_from_slice(&buf[..n]);
+                if self.kept.len() > KEPT {
+                    let cut = self.kept.len() - KEPT;
+                    self.kept.drain(..cut);
+                }
+            }
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(_) => self.reading = None,
+        }
+    }
+
+    /// Waits until the command ends, passing its output on and forwarding
+    /// signals; without a `signalfd`, polls every 10 ms.
+    fn wait_polling(&mut self, child: &mut Spawned) -> io::Result<ExitStatus> {
+        let signals = sys::signalfd(self.forwarder.blocked()).ok();
+        let timeout = signals.is_none().then_some(Duration::from_millis(10));
+        let ready = libc::POLLIN | libc::POLLHUP | libc::POLLERR;
+        let mut signal_ready = signals.is_none();
+        loop {
+            // A signal is taken only once the signalfd says one is
+            // pending, so none is taken before the poll that waits for it.
+            let take = signal_ready.then_some(Some(Duration::ZERO));
+            if let Some(status) = self.forwarder.step(child.id(), take)? {
+                return Ok(status);
+            }
+            let mut fds = Vec::with_capacity(2);
+            if let Some(fd) = &signals {
+                fds.push((fd.as_fd(), libc::POLLIN));
+            }
+            if let Some(fd) = &self.reading {
+                fds.push((fd.as_fd(), libc::POLLIN));
+            }
+            let revents = sys::poll(&fds, timeout)?;
+            let mut at = revents.iter().map(|r| r & ready != 0);
+            signal_ready = signals.is_none() || at.next().unwrap_or(false);
+            if self.reading.is_some() && at.next().unwrap_or(false) {
+                self.pass_on();
+            }
+        }
+    }
+
+    /// After the command ended: what it wrote last. A pipe still open
+    /// after [`LINGER`] (a process the command started holds it) is handed
+    /// to `cat`, which passes the rest on for as long as that process
+    /// writes, after `run` has exited.
+    pub(crate) fn finish(mut self) -> Vec<u8> {
+        let deadline = Instant::now() + LINGER;
+        while let Some(from) = &self.reading {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                if let Ok(rest) = from.try_clone() {
+                    let mut cat = Command::new("cat");
+                    cat.stdin(Stdio::from(rest));
+                    if let Ok(err) = io::stderr().as_fd().try_clone_to_owned() {
+                        cat.stdout(Stdio::from(err));
+                    }
+                    let _ = self.forwarder.spawn(&mut cat);
+                }
+                break;
+            }
+            match sys::poll(&[(from.as_fd(), libc::POLLIN)], Some(left)) {
+                Ok(revents) if revents.first().is_some_and(|r| *r != 0) => self.pass_on(),
+                Ok(_) => {}
+                Err(_) => break,
+            }
+        }
+        std::mem::take(&mut self.kept)
     }
 }
 
 impl Waiter for Tailing<'_> {
     fn spawn(&mut self, cmd: &mut Command) -> io::Result<Child> {
-        let mut child = self.forwarder.spawn(cmd)?;
-        if let Some(pending) = self.pending.take() {
-            // The command holds the shared pipe's write end, which must
-            // close with the child for the reader to see the end.
-            cmd.stdout(Stdio::inherit()).stderr(Stdio::inherit());
-            self.tail = Tail::start(pending, &mut child);
-        }
-        Ok(child)
+        // Not this waiter's path (see `redirect`): the command inherits.
+        self.pending = None;
+        self.forwarder.spawn(cmd)
     }
 
     fn wait(&mut self, child: &mut Child) -> io::Result<ExitStatus> {
@@ -81,40 +182,11 @@ impl Waiter for Tailing<'_> {
     fn try_wait(&mut self, child: &mut Child) -> io::Result<Option<ExitStatus>> {
         self.forwarder.try_wait(child)
     }
-}
 
-/// Where the command's output will come from, set up before it is spawned.
-enum Pending {
-    /// Its own standard error, piped: read from the child.
-    Stderr,
-    /// Standard output and error into one pipe, whose other end a `cat` of
-    /// our own relays to us (std makes a pipe only for a child): its read end.
-    Shared { from: OwnedFd, relay: Child },
-}
-
-/// Makes `cmd`'s standard error a pipe, shared with its standard output when
-/// ours are the same file.
-fn pipe(cmd: &mut Command, forwarder: &mut SignalForwarder) -> Pending {
-    if same_file() {
-        let mut relay = Command::new("cat");
-        relay.stdin(Stdio::piped()).stdout(Stdio::piped());
-        if let Ok(mut relay) = forwarder.spawn(&mut relay) {
-            if let (Some(to), Some(from)) = (relay.stdin.take(), relay.stdout.take()) {
-                let to = OwnedFd::from(to);
-                if let Ok(copy) = to.try_clone() {
-                    cmd.stdout(Stdio::from(copy)).stderr(Stdio::from(to));
-                    return Pending::Shared {
-                        from: OwnedFd::from(from),
-                        relay,
-                    };
-                }
-            }
-            let _ = relay.kill();
-            let _ = relay.wait();
-        }
+    fn wait_spawned(&mut self, child: &mut Spawned) -> io::Result<ExitStatus> {
+        self.started();
+        self.wait_polling(child)
     }
-    cmd.stderr(Stdio::piped());
-    Pending::Stderr
 }
 
 /// Whether our standard output and error are one file (or one pipe).
@@ -127,104 +199,4 @@ fn same_file() -> bool {
     };
     let out = id(io::stdout().as_fd());
     out.is_some() && out == id(io::stderr().as_fd())
-}
-
-#[derive(Default)]
-struct Shared {
-    kept: Mutex<Vec<u8>>,
-    ended: Mutex<bool>,
-    ended_signal: Condvar,
-    stop: AtomicBool,
-}
-
-/// The reader of a command's output.
-pub(crate) struct Tail {
-    shared: Arc<Shared>,
-    /// A second descriptor of the pipe, for `cat` to go on with.
-    spare: Option<OwnedFd>,
-    relay: Option<Child>,
-}
-
-impl Tail {
-    /// Starts passing the command's piped output on to our standard error.
-    /// `cmd` must be dropped by now: it holds the pipe's write end.
-    fn start(pending: Pending, child: &mut Child) -> Option<Tail> {
-        let (fd, relay) = match pending {
-            Pending::Stderr => (OwnedFd::from(child.stderr.take()?), None),
-            Pending::Shared { from, relay } => (from, Some(relay)),
-        };
-        let spare = fd.try_clone().ok();
-        let shared = Arc::new(Shared::default());
-        let reader = Arc::clone(&shared);
-        std::thread::spawn(move || pass_on(File::from(fd), &reader));
-        Some(Tail {
-            shared,
-            spare,
-            relay,
-        })
-    }
-
-    /// After the command ended: what it wrote last. A pipe still open
-    /// after [`LINGER`] (a process the command started holds it) is handed
-    /// to `cat`, which passes the rest on for as long as that process
-    /// writes, after `run` has exited.
-    fn finish(mut self, forwarder: &mut SignalForwarder) -> Vec<u8> {
-        let ended = self
-            .shared
-            .ended
-            .lock()
-            .map(|guard| {
-                self.shared
-                    .ended_signal
-                    .wait_timeout_while(guard, LINGER, |ended| !*ended)
-                    .map(|(g, _)| *g)
-                    .unwrap_or(true)
-            })
-            .unwrap_or(true);
-        if ended {
-            if let Some(mut relay) = self.relay.take() {
-                let _ = relay.wait();
-            }
-        } else if let Some(spare) = self.spare.take() {
-            self.shared.stop.store(true, Ordering::SeqCst);
-            let mut cat = Command::new("cat");
-            cat.stdin(Stdio::from(spare));
-            if let Ok(err) = io::stderr().as_fd().try_clone_to_owned() {
-                cat.stdout(Stdio::from(err));
-            }
-            let _ = forwarder.spawn(&mut cat);
-        }
-        self.shared
-            .kept
-            .lock()
-            .map(|kept| kept.clone())
-            .unwrap_or_default()
-    }
-}
-
-fn pass_on(mut from: File, shared: &Shared) {
-    let mut buf = [0u8; 8192];
-    loop {
-        let n = match from.read(&mut buf) {
-            Ok(0) => break,
-            Ok(n) => n,
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-            Err(_) => break,
-        };
-        let _ = io::stderr().write_all(&buf[..n]);
-        if let Ok(mut kept) = shared.kept.lock() {
-            kept.extend_from_slice(&buf[..n]);
-            if kept.len() > KEPT {
-                let cut = kept.len() - KEPT;
-                kept.drain(..cut);
-            }
-        }
-        if shared.stop.load(Ordering::SeqCst) {
-            return; // `cat` goes on
-        }
-    }
-    if let Ok(mut ended) = shared.ended.lock() {
-        *ended = true;
-        shared.ended_signal.notify_all();
-    }
 }
