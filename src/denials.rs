@@ -28,9 +28,10 @@ use crate::refusals::{self, Refusal};
 use crate::report::Report;
 use crate::sys;
 use crate::terminal::TerminalFilter;
-use crate::wait::Waiter;
+pub use crate::wait::Tracing;
+use crate::wait::{TraceState, Waiter};
 use filter::TraceFilter;
-use trace::{Failed, Shared};
+use trace::Failed;
 
 /// At most this many distinct refusals are kept; later ones are counted in
 /// [`Denied::dropped`], so a command that retries forever cannot exhaust
@@ -649,91 +650,6 @@ fn untraceable() -> Option<String> {
     }
 }
 
-/// What a [`Waiter`] watching a traced command can see
-/// ([`Waiter::watch`]): the tracer, another thread of this process,
-/// updates it, and wakes the watching thread with `SIGCHLD` at each change
-/// (the command stopped or ended, the trace done).
-#[derive(Debug)]
-pub struct Tracing {
-    shared: Shared,
-    done: AtomicBool,
-    stopped: AtomicBool,
-    /// The thread to wake: the one that called
-    /// [`Prepared::status_with_denials_waiting`](crate::Prepared::status_with_denials_waiting).
-    watcher: libc::pid_t,
-}
-
-impl Tracing {
-    /// Whether the trace is over: the command and every process it
-    /// started have ended.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// # fn look(tracing: &strument_sandbox::denials::Tracing) {
-    /// while !tracing.done() { /* wait for SIGCHLD, pass signals on */ }
-    /// # }
-    /// ```
-    #[must_use]
-    pub fn done(&self) -> bool {
-        self.done.load(Ordering::SeqCst)
-    }
-
-    /// Whether the command itself has ended (processes it started may
-    /// still run, and the tracer waits for them).
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// # fn look(tracing: &strument_sandbox::denials::Tracing) {
-    /// let to = if tracing.command_ended() { tracing.processes() } else { vec![] };
-    /// # }
-    /// ```
-    #[must_use]
-    pub fn command_ended(&self) -> bool {
-        self.shared.root_ended.load(Ordering::SeqCst)
-    }
-
-    /// Whether the command stopped for job control (Ctrl-Z, `SIGSTOP`)
-    /// since this was last asked: a waiter standing between a shell and the
-    /// command stops itself too, so the shell sees the job stopped.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// # fn look(tracing: &strument_sandbox::denials::Tracing) {
-    /// if tracing.take_command_stopped() { /* stop this process too */ }
-    /// # }
-    /// ```
-    #[must_use]
-    pub fn take_command_stopped(&self) -> bool {
-        self.stopped.swap(false, Ordering::SeqCst)
-    }
-
-    /// The traced processes and threads alive now (process and thread ids).
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// # fn look(tracing: &strument_sandbox::denials::Tracing) {
-    /// println!("{} still running", tracing.processes().len());
-    /// # }
-    /// ```
-    #[must_use]
-    pub fn processes(&self) -> Vec<u32> {
-        self.shared
-            .live
-            .lock()
-            .map(|l| l.iter().filter_map(|p| u32::try_from(*p).ok()).collect())
-            .unwrap_or_default()
-    }
-
-    fn wake(&self) {
-        // ESRCH only if that thread is gone, and then nobody is waiting.
-        let _ = sys::signal_thread(self.watcher, libc::SIGCHLD);
-    }
-}
-
 /// [`Prepared::status_with_denials_waiting`](crate::Prepared::status_with_denials_waiting):
 /// runs `cmd` under `ruleset` and `filter`, traced on a thread of its
 /// own while `waiter` watches, and judges what it was refused against
@@ -762,7 +678,7 @@ pub(crate) fn status_with_denials(
         dropped: 0,
     };
     let tracing = Tracing {
-        shared: Shared::default(),
+        shared: TraceState::default(),
         done: AtomicBool::new(false),
         stopped: AtomicBool::new(false),
         watcher: sys::thread_id(),

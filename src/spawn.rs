@@ -28,13 +28,13 @@ use std::ffi::{CString, OsStr, OsString, c_char};
 use std::io;
 use std::os::fd::RawFd;
 use std::os::unix::ffi::OsStrExt;
-use std::os::unix::process::ExitStatusExt;
 use std::path::PathBuf;
-use std::process::ExitStatus;
 
 use crate::fds;
 use crate::prepared::Prepared;
 use crate::sys;
+/// A child [`Spawn::spawn`] started (defined beside [`Waiter`](crate::session::Waiter), which waits for it).
+pub use crate::wait::Spawned;
 
 /// A command line to start confined: program, arguments, environment and
 /// working directory.
@@ -48,14 +48,6 @@ pub struct Spawn {
     /// Descriptors the child gets as its standard output and error, by
     /// `dup2` before anything else (`(from, to)`, `to` 1 or 2).
     redirect: Vec<(RawFd, RawFd)>,
-}
-
-/// A child started by [`Spawn::spawn`]. Dropping it neither waits for nor
-/// kills the child.
-#[derive(Debug)]
-pub struct Spawned {
-    pid: libc::pid_t,
-    status: Option<ExitStatus>,
 }
 
 impl Spawn {
@@ -288,69 +280,7 @@ impl Spawn {
             hook: None,
         };
         let pid = sys::spawn(&mut plan)?;
-        Ok(Spawned { pid, status: None })
-    }
-}
-
-impl Spawned {
-    /// The child's process id.
-    ///
-    /// # Examples
-    ///
-    /// ```no_run
-    /// # let prepared = strument_sandbox::Policy::default().prepare()?;
-    /// let child = strument_sandbox::spawn::Spawn::new("sleep").arg("1").spawn(&prepared)?;
-    /// println!("started {}", child.id());
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    #[must_use]
-    pub fn id(&self) -> u32 {
-        self.pid.unsigned_abs()
-    }
-
-    /// Waits for the child to end and reaps it; later calls return the
-    /// same status.
-    ///
-    /// # Errors
-    ///
-    /// The error of `waitpid` (`ECHILD` when someone else reaped it).
-    ///
-    /// # Examples
-    ///
-    /// ```no_run
-    /// # let prepared = strument_sandbox::Policy::default().prepare()?;
-    /// let status = strument_sandbox::spawn::Spawn::new("true").spawn(&prepared)?.wait()?;
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    pub fn wait(&mut self) -> io::Result<ExitStatus> {
-        if let Some(status) = self.status {
-            return Ok(status);
-        }
-        let raw = sys::wait_pid(self.pid, true)?.ok_or_else(|| io::Error::other("no status"))?;
-        let status = ExitStatus::from_raw(raw);
-        self.status = Some(status);
-        Ok(status)
-    }
-
-    /// The child's status if it has ended (reaping it), `None` if it runs.
-    ///
-    /// # Errors
-    ///
-    /// As [`Spawned::wait`].
-    ///
-    /// # Examples
-    ///
-    /// ```no_run
-    /// # let prepared = strument_sandbox::Policy::default().prepare()?;
-    /// let mut child = strument_sandbox::spawn::Spawn::new("sleep").arg("9").spawn(&prepared)?;
-    /// assert!(child.try_wait()?.is_none());
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    pub fn try_wait(&mut self) -> io::Result<Option<ExitStatus>> {
-        if self.status.is_none() {
-            self.status = sys::wait_pid(self.pid, false)?.map(ExitStatus::from_raw);
-        }
-        Ok(self.status)
+        Ok(Spawned::started(pid))
     }
 }
 

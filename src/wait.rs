@@ -1,11 +1,14 @@
 //! How a confined command is started and waited for: the one thing a
 //! terminal program does differently from an agent.
 
+use std::collections::HashSet;
 use std::io;
+use std::os::unix::process::ExitStatusExt;
 use std::process::{Child, Command, ExitStatus};
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
 
-use crate::denials::Tracing;
-use crate::spawn::Spawned;
+use crate::sys;
 
 /// Starts a confined command and waits for it.
 ///
@@ -102,3 +105,171 @@ pub trait Waiter {
 pub struct PlainWait;
 
 impl Waiter for PlainWait {}
+
+/// A child started by [`Spawn::spawn`](crate::spawn::Spawn::spawn).
+/// Dropping it neither waits for nor kills the child.
+#[derive(Debug)]
+pub struct Spawned {
+    pid: libc::pid_t,
+    status: Option<ExitStatus>,
+}
+
+impl Spawned {
+    pub(crate) fn started(pid: libc::pid_t) -> Spawned {
+        Spawned { pid, status: None }
+    }
+
+    /// The child's process id.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # let prepared = strument_sandbox::Policy::default().prepare()?;
+    /// let child = strument_sandbox::spawn::Spawn::new("sleep").arg("1").spawn(&prepared)?;
+    /// println!("started {}", child.id());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    #[must_use]
+    pub fn id(&self) -> u32 {
+        self.pid.unsigned_abs()
+    }
+
+    /// Waits for the child to end and reaps it; later calls return the
+    /// same status.
+    ///
+    /// # Errors
+    ///
+    /// The error of `waitpid` (`ECHILD` when someone else reaped it).
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # let prepared = strument_sandbox::Policy::default().prepare()?;
+    /// let status = strument_sandbox::spawn::Spawn::new("true").spawn(&prepared)?.wait()?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn wait(&mut self) -> io::Result<ExitStatus> {
+        if let Some(status) = self.status {
+            return Ok(status);
+        }
+        let raw = sys::wait_pid(self.pid, true)?.ok_or_else(|| io::Error::other("no status"))?;
+        let status = ExitStatus::from_raw(raw);
+        self.status = Some(status);
+        Ok(status)
+    }
+
+    /// The child's status if it has ended (reaping it), `None` if it runs.
+    ///
+    /// # Errors
+    ///
+    /// As [`Spawned::wait`].
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # let prepared = strument_sandbox::Policy::default().prepare()?;
+    /// let mut child = strument_sandbox::spawn::Spawn::new("sleep").arg("9").spawn(&prepared)?;
+    /// assert!(child.try_wait()?.is_none());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn try_wait(&mut self) -> io::Result<Option<ExitStatus>> {
+        if self.status.is_none() {
+            self.status = sys::wait_pid(self.pid, false)?.map(ExitStatus::from_raw);
+        }
+        Ok(self.status)
+    }
+}
+
+/// What a [`Waiter`] watching a traced command can see
+/// ([`Waiter::watch`]): the tracer, another thread of this process,
+/// updates it, and wakes the watching thread with `SIGCHLD` at each change
+/// (the command stopped or ended, the trace done).
+#[derive(Debug)]
+pub struct Tracing {
+    pub(crate) shared: TraceState,
+    pub(crate) done: AtomicBool,
+    pub(crate) stopped: AtomicBool,
+    /// The thread to wake: the one that called
+    /// [`Prepared::status_with_denials_waiting`](crate::Prepared::status_with_denials_waiting).
+    pub(crate) watcher: libc::pid_t,
+}
+
+impl Tracing {
+    /// Whether the trace is over: the command and every process it
+    /// started have ended.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # fn look(tracing: &strument_sandbox::denials::Tracing) {
+    /// while !tracing.done() { /* wait for SIGCHLD, pass signals on */ }
+    /// # }
+    /// ```
+    #[must_use]
+    pub fn done(&self) -> bool {
+        self.done.load(Ordering::SeqCst)
+    }
+
+    /// Whether the command itself has ended (processes it started may
+    /// still run, and the tracer waits for them).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # fn look(tracing: &strument_sandbox::denials::Tracing) {
+    /// let to = if tracing.command_ended() { tracing.processes() } else { vec![] };
+    /// # }
+    /// ```
+    #[must_use]
+    pub fn command_ended(&self) -> bool {
+        self.shared.root_ended.load(Ordering::SeqCst)
+    }
+
+    /// Whether the command stopped for job control (Ctrl-Z, `SIGSTOP`)
+    /// since this was last asked: a waiter standing between a shell and the
+    /// command stops itself too, so the shell sees the job stopped.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # fn look(tracing: &strument_sandbox::denials::Tracing) {
+    /// if tracing.take_command_stopped() { /* stop this process too */ }
+    /// # }
+    /// ```
+    #[must_use]
+    pub fn take_command_stopped(&self) -> bool {
+        self.stopped.swap(false, Ordering::SeqCst)
+    }
+
+    /// The traced processes and threads alive now (process and thread ids).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # fn look(tracing: &strument_sandbox::denials::Tracing) {
+    /// println!("{} still running", tracing.processes().len());
+    /// # }
+    /// ```
+    #[must_use]
+    pub fn processes(&self) -> Vec<u32> {
+        self.shared
+            .live
+            .lock()
+            .map(|l| l.iter().filter_map(|p| u32::try_from(*p).ok()).collect())
+            .unwrap_or_default()
+    }
+
+    pub(crate) fn wake(&self) {
+        // ESRCH only if that thread is gone, and then nobody is waiting.
+        let _ = sys::signal_thread(self.watcher, libc::SIGCHLD);
+    }
+}
+
+/// What the tracer shares with the thread forwarding signals.
+#[derive(Debug, Default)]
+pub(crate) struct TraceState {
+    /// The command itself has ended; processes it started may live on.
+    pub(crate) root_ended: AtomicBool,
+    /// The traced processes and threads alive now.
+    pub(crate) live: Mutex<HashSet<libc::pid_t>>,
+}

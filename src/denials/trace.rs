@@ -7,12 +7,13 @@ use std::ffi::OsString;
 use std::io;
 use std::os::unix::ffi::OsStringExt;
 use std::path::PathBuf;
-use std::sync::Mutex;
-use std::sync::atomic::{AtomicBool, Ordering};
+
+use std::sync::atomic::Ordering;
 
 use super::Operation;
 use super::filter::{AT_REMOVEDIR, Call, Flags, WRITE_FLAGS, call_of};
 use crate::sys::{self, SyscallInfo, Waited};
+use crate::wait::TraceState as Shared;
 
 /// `PATH_MAX`, counting the NUL: the kernel reads no longer path.
 const PATH_MAX: usize = libc::PATH_MAX as usize;
@@ -32,15 +33,6 @@ pub(crate) struct Failed {
     /// Each path as given, and made absolute against the directory it is
     /// relative to (`None` when that cannot be read).
     pub(crate) paths: Vec<(PathBuf, Option<PathBuf>)>,
-}
-
-/// What the tracer shares with the thread forwarding signals.
-#[derive(Debug, Default)]
-pub(crate) struct Shared {
-    /// The command itself has ended; processes it started may live on.
-    pub(crate) root_ended: AtomicBool,
-    /// The traced processes and threads alive now.
-    pub(crate) live: Mutex<HashSet<libc::pid_t>>,
 }
 
 /// Traces the command `root`, stopped by its `exec` under
