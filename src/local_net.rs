@@ -674,21 +674,7 @@ impl LocalNet {
         if at.port() == 0 || !sys::reuses_port(socket).unwrap_or(false) {
             return false;
         }
-        let Ok(mut diag) = self.diag.lock() else {
-            return false;
-        };
-        if diag.is_none() {
-            *diag = sys::diag_socket().ok();
-        }
-        let Some(diag_socket) = diag.as_ref() else {
-            return false;
-        };
-        let found = sys::socket_at(diag_socket, at, tcp);
-        if found.is_err() {
-            *diag = None;
-        }
-        drop(diag);
-        let Ok(Some(cookie)) = found else {
+        let Ok(Some(cookie)) = self.socket_at(at, tcp) else {
             return false;
         };
         !self.bound.lock().is_ok_and(|bound| {
@@ -715,23 +701,30 @@ impl LocalNet {
         if cookies.iter().any(Option::is_none) {
             return true;
         }
-        let Ok(mut diag) = self.diag.lock() else {
-            return true;
-        };
-        if diag.is_none() {
-            *diag = sys::diag_socket().ok();
-        }
-        let Some(socket) = diag.as_ref() else {
-            return true;
-        };
-        match sys::socket_at(socket, to, tcp) {
+        match self.socket_at(to, tcp) {
             Ok(Some(cookie)) => cookies.contains(&Some(cookie)),
-            Ok(None) => true,
-            Err(_) => {
-                *diag = None;
-                true
-            }
+            Ok(None) | Err(_) => true,
         }
+    }
+
+    /// [`sys::socket_at`] over the kept `inet_diag` socket, opened at the
+    /// first question and again after one fails.
+    fn socket_at(&self, to: SocketAddr, tcp: bool) -> io::Result<Option<u64>> {
+        let mut diag = self
+            .diag
+            .lock()
+            .map_err(|_| io::Error::from_raw_os_error(libc::EDEADLK))?;
+        if diag.is_none() {
+            *diag = Some(sys::diag_socket()?);
+        }
+        let found = match diag.as_ref() {
+            Some(socket) => sys::socket_at(socket, to, tcp),
+            None => return Err(io::Error::from_raw_os_error(libc::EBADF)),
+        };
+        if found.is_err() {
+            *diag = None;
+        }
+        found
     }
 }
 

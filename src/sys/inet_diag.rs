@@ -47,22 +47,24 @@ pub(crate) fn diag_socket() -> io::Result<OwnedFd> {
 
 /// Whether `SO_REUSEPORT` is set on a socket.
 pub(crate) fn reuses_port(fd: BorrowedFd<'_>) -> io::Result<bool> {
-    let mut value: libc::c_int = 0;
-    let mut len = size_of::<libc::c_int>() as libc::socklen_t;
-    // SAFETY: `value` has room for an int; the kernel updates `len`.
-    let ret = unsafe {
-        libc::getsockopt(
-            fd.as_raw_fd(),
-            libc::SOL_SOCKET,
-            libc::SO_REUSEPORT,
-            (&raw mut value).cast(),
-            &raw mut len,
-        )
-    };
-    if ret < 0 {
+    super::int_option(fd, libc::SO_REUSEPORT).map(|v| v != 0)
+}
+
+/// Sends one request on a `NETLINK_SOCK_DIAG` socket and receives the
+/// kernel's one answer into `buf`; the part of it received.
+pub(crate) fn diag_exchange<'a>(
+    diag: &OwnedFd,
+    req: &[u8],
+    buf: &'a mut [u8],
+) -> io::Result<&'a [u8]> {
+    // SAFETY: `req` is readable for its length.
+    if unsafe { libc::send(diag.as_raw_fd(), req.as_ptr().cast(), req.len(), 0) } < 0 {
         return Err(io::Error::last_os_error());
     }
-    Ok(value != 0)
+    // SAFETY: `buf` is writable for its length.
+    let n = unsafe { libc::recv(diag.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len(), 0) };
+    let n = usize::try_from(n).map_err(|_| io::Error::last_os_error())?;
+    Ok(&buf[..n.min(buf.len())])
 }
 
 /// The cookie of the socket a TCP connect (`tcp`) or a UDP datagram to
@@ -123,18 +125,8 @@ pub(crate) fn socket_at(diag: &OwnedFd, to: SocketAddr, tcp: bool) -> io::Result
     req.extend_from_slice(&[family, protocol, 0, 0]);
     req.extend_from_slice(&u32::MAX.to_ne_bytes()); // every state
     req.extend_from_slice(&id);
-    let fd = diag;
-    // SAFETY: `req` is readable for its length.
-    if unsafe { libc::send(fd.as_raw_fd(), req.as_ptr().cast(), req.len(), 0) } < 0 {
-        return Err(io::Error::last_os_error());
-    }
     let mut buf = [0u8; 512];
-    // SAFETY: `buf` is writable for its length.
-    let n = unsafe { libc::recv(fd.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len(), 0) };
-    if n < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    let msg = &buf[..n as usize];
+    let msg = diag_exchange(diag, &req, &mut buf)?;
     let bad = || io::Error::from_raw_os_error(libc::EBADMSG);
     let u32_at = |at: usize| {
         msg.get(at..at + 4)

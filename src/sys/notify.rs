@@ -433,7 +433,7 @@ pub(crate) fn socket_protocol(fd: BorrowedFd<'_>) -> io::Result<i32> {
 }
 
 /// An integer `SOL_SOCKET` option of a socket.
-fn int_option(fd: BorrowedFd<'_>, name: libc::c_int) -> io::Result<i32> {
+pub(crate) fn int_option(fd: BorrowedFd<'_>, name: libc::c_int) -> io::Result<i32> {
     let mut value: libc::c_int = 0;
     let mut len = size_of::<libc::c_int>() as libc::socklen_t;
     // SAFETY: `value` has room for an int; the kernel updates `len`.
@@ -641,30 +641,9 @@ pub(crate) fn unix_socket(ino: u32, cookie: Option<[u32; 2]>) -> io::Result<Unix
     req.extend_from_slice(&(UDIAG_SHOW_NAME | UDIAG_SHOW_VFS).to_ne_bytes());
     req.extend_from_slice(&cookie_in[0].to_ne_bytes());
     req.extend_from_slice(&cookie_in[1].to_ne_bytes());
-    // SAFETY: integers only.
-    let fd = unsafe {
-        libc::socket(
-            libc::AF_NETLINK,
-            libc::SOCK_DGRAM | libc::SOCK_CLOEXEC,
-            libc::NETLINK_SOCK_DIAG,
-        )
-    };
-    if fd < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    // SAFETY: a new descriptor owned by nobody else.
-    let fd = unsafe { OwnedFd::from_raw_fd(fd) };
-    // SAFETY: `req` is readable for its length.
-    if unsafe { libc::send(fd.as_raw_fd(), req.as_ptr().cast(), req.len(), 0) } < 0 {
-        return Err(io::Error::last_os_error());
-    }
+    let diag = super::diag_socket()?;
     let mut buf = [0u8; 512];
-    // SAFETY: `buf` is writable for its length.
-    let n = unsafe { libc::recv(fd.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len(), 0) };
-    if n < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    let msg = &buf[..n as usize];
+    let msg = super::diag_exchange(&diag, &req, &mut buf)?;
     let u16_at = |at: usize| {
         msg.get(at..at + 2)
             .map(|b| u16::from_ne_bytes([b[0], b[1]]))
