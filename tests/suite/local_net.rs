@@ -98,6 +98,26 @@ fn refs(argv: &[String]) -> Vec<&str> {
     argv.iter().map(String::as_str).collect()
 }
 
+/// A confined `ports.py ask` was refused (`EACCES`), and the service
+/// outside neither wrote `target` nor logged a client in `log`.
+fn assert_refused_unheard(out: &std::process::Output, target: &Path, log: &Path, case: &str) {
+    assert_success(out);
+    assert_eq!(
+        stdout(out),
+        format!("refused: errno {}", libc::EACCES),
+        "{case}: {}",
+        show(out)
+    );
+    assert!(
+        !target.exists(),
+        "{case}: the service outside wrote for a confined command"
+    );
+    assert!(
+        !log.exists(),
+        "{case}: the service outside heard from a confined command"
+    );
+}
+
 fn stdout(out: &std::process::Output) -> String {
     String::from_utf8_lossy(&out.stdout).trim().to_owned()
 }
@@ -309,21 +329,7 @@ mod needs_landlock {
             fs::write(handshake.path().join("taken"), "").expect("tell the command");
             let out = confined.wait_with_output().expect("run");
             drop(taker);
-            assert_success(&out);
-            assert_eq!(
-                stdout(&out),
-                format!("refused: errno {}", libc::EACCES),
-                "udp={udp}: {}",
-                show(&out)
-            );
-            assert!(
-                !wanted.exists(),
-                "the server outside wrote for the command (udp={udp})"
-            );
-            assert!(
-                !log.exists(),
-                "the server outside heard from inside (udp={udp})"
-            );
+            assert_refused_unheard(&out, &wanted, &log, &format!("udp={udp}"));
         }
     }
 
@@ -394,21 +400,7 @@ mod needs_landlock {
             // Refused: the same request from inside.
             let target = h.home.join("written-for-a-confined-client");
             let out = h.run(&[], &refs(&ask(host, daemon.port, &target, udp)));
-            assert_success(&out);
-            assert_eq!(
-                stdout(&out),
-                format!("refused: errno {}", libc::EACCES),
-                "{host} {transport}: {}",
-                show(&out)
-            );
-            assert!(
-                !target.exists(),
-                "{host} {transport}: the daemon wrote for a confined command"
-            );
-            assert!(
-                !log.exists(),
-                "{host} {transport}: the daemon heard from a confined command"
-            );
+            assert_refused_unheard(&out, &target, &log, &format!("{host} {transport}"));
             // Reported after the command: where, who listens, how to allow it.
             let to = SocketAddr::new(host.parse().expect("an address"), daemon.port);
             let err = stderr(&out);
