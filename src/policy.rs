@@ -116,8 +116,15 @@ impl Policy {
     /// # Ok::<(), strument_sandbox::PolicyError>(())
     /// ```
     pub fn check(&self) -> Result<Report, PolicyError> {
+        self.check_judged(None)
+    }
+
+    /// [`Policy::check`] with the judge that built the policy, whose
+    /// answers (the home directory's identity, a worktree's `gitdir`
+    /// pointing back) are not read again.
+    pub(crate) fn check_judged(&self, judge: Option<&Judge>) -> Result<Report, PolicyError> {
         let availability = probe();
-        let (report, _roots) = self.open_roots(&availability, None)?;
+        let (report, _roots) = self.open_roots(&availability, judge)?;
         Ok(report)
     }
 

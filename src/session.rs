@@ -487,6 +487,33 @@ impl SessionBuilder {
         Ok(self.policy_from(&project, &inputs)?.0)
     }
 
+    /// What the session would grant, built and checked now and touching
+    /// nothing: the policy's [`Policy::check`], with the inputs read once
+    /// for both (what `strument-sandbox policy` shows).
+    ///
+    /// # Errors
+    ///
+    /// As [`SessionBuilder::policy`], and [`SessionError::Policy`] when a
+    /// root is refused as [`Policy::check`] refuses it.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let project = tempfile::tempdir()?;
+    /// let report = strument_sandbox::Session::builder(project.path()).check()?;
+    /// assert!(report.granted.iter().any(|g| g.path == project.path()));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn check(&self) -> Result<Report, SessionError> {
+        let project = match &self.project {
+            Some(project) => project.clone(),
+            None => std::env::current_dir().map_err(SessionError::CurrentDirectory)?,
+        };
+        let inputs = Inputs::of_process(Some(&project));
+        let (policy, _) = self.policy_from(&project, &inputs)?;
+        Ok(policy.check_judged(Some(&inputs.judge))?)
+    }
+
     /// The default policy for `project` from inputs read once, with the git
     /// layout it read.
     fn policy_from(

@@ -1,11 +1,10 @@
 //! `policy`: the writable roots for a project, granted or skipped and why.
 
 use crate::output::{environment_lines, report_json, report_lines};
-use crate::{Failure, Roots, build_policy, status};
+use crate::{Failure, Roots, session_builder, status};
 
 pub(crate) fn cmd_policy(roots: &Roots, json: bool) -> Result<u8, Failure> {
-    let policy = build_policy(roots)?;
-    let report = policy
+    let report = session_builder(roots)?
         .check()
         .map_err(|e| Failure::new(status::POLICY, e))?;
     let a = &report.landlock;
