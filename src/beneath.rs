@@ -127,6 +127,11 @@ impl Dir {
         }
     }
 
+    /// Removes the empty directory `name` here, never through a symlink.
+    pub(crate) fn remove_empty_dir(&self, name: &OsStr) -> io::Result<()> {
+        sys::rmdirat(self.fd.as_fd(), &plain_name(name)?)
+    }
+
     /// Creates the regular file `name` here when nothing is at that name
     /// (`O_CREAT | O_EXCL`, which never follows a symlink): `true` when
     /// made, `false` when something was already there.

@@ -423,6 +423,30 @@ pub(crate) fn make_session_dir(dir: &Path) -> io::Result<()> {
     Ok(())
 }
 
+/// Removes the session directory of `settings` when nothing was left in
+/// it: a daemon a command left there (a tmux server's socket) keeps it.
+/// Reached beneath the per-user directory, opened through no symlink, as
+/// [`make_session_dir`] made it. Best effort: nothing to report if it
+/// fails.
+pub(crate) fn remove_session_dir(settings: &[Setting]) {
+    let Some(dir) = settings
+        .iter()
+        .find(|s| s.variable == "TMUX_TMPDIR")
+        .map(|s| PathBuf::from(&s.value))
+    else {
+        return;
+    };
+    let (Some(key), Some(user_dir)) = (dir.file_name(), dir.parent()) else {
+        return;
+    };
+    let (Some(user), Some(parent)) = (user_dir.file_name(), user_dir.parent()) else {
+        return;
+    };
+    let _ = Dir::anchor(parent)
+        .and_then(|parent| parent.dir(Path::new(user)))
+        .and_then(|user| user.remove_empty_dir(key));
+}
+
 #[cfg(feature = "serde")]
 impl serde::Serialize for Setting {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {

@@ -76,6 +76,15 @@ pub struct Session {
     tripwire: Mutex<Snapshot>,
 }
 
+/// The session's directory (`/tmp/strument-sandbox-<uid>/<key>`, where
+/// its commands' tmux, sccache and Gradle find their daemons) goes with
+/// the session when nothing was left in it; a daemon's socket keeps it.
+impl Drop for Session {
+    fn drop(&mut self) {
+        crate::environment::remove_session_dir(self.prepared.environment());
+    }
+}
+
 /// What to confine a [`Session`] to: the project, the state directory and
 /// the extra roots, named once. Made by [`Session::builder`] or
 /// [`Session::in_current_directory`].

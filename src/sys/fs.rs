@@ -96,6 +96,20 @@ pub(crate) fn mkdirat(dir: BorrowedFd<'_>, name: &CStr, mode: libc::mode_t) -> i
     }
 }
 
+/// `unlinkat(dir, name, AT_REMOVEDIR)`: removes the empty directory
+/// `name` (a symlink there answers `ENOTDIR`; a directory with entries,
+/// `ENOTEMPTY`).
+pub(crate) fn rmdirat(dir: BorrowedFd<'_>, name: &CStr) -> io::Result<()> {
+    // SAFETY: `name` is NUL-terminated and outlives the call; `dir` is a
+    // live descriptor borrowed for it.
+    let ret = unsafe { libc::unlinkat(dir.as_raw_fd(), name.as_ptr(), libc::AT_REMOVEDIR) };
+    if ret == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
 /// What `fstat` says of an open descriptor: its mode, device and inode.
 /// `fstat` rather than std's `statx` with an empty path, which the kernel
 /// must first copy in and look up: a root costs one cheaper call.

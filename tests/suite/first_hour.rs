@@ -208,6 +208,42 @@ mod needs_landlock {
         h.assert_sentinels_intact();
     }
 
+    /// Each `run`'s session directory goes with it when nothing was left in
+    /// it, so agents' thousands of commands leave no directory each in
+    /// `/tmp`; a daemon's file there (a tmux server's socket) keeps it.
+    #[test]
+    fn a_run_leaves_no_empty_session_directory_behind() {
+        let h = FakeHome::new();
+        let said = h.run(&[], &["sh", "-c", "echo \"$TMUX_TMPDIR\""]);
+        assert_success(&said);
+        let empty = PathBuf::from(String::from_utf8_lossy(&said.stdout).trim());
+        assert!(
+            empty.starts_with("/tmp") && empty.parent().is_some_and(|user| user.is_dir()),
+            "no session directory named\n{}",
+            show(&said)
+        );
+        assert!(
+            !empty.exists(),
+            "an empty session directory stayed: {}",
+            empty.display()
+        );
+        let kept = h.run(
+            &[],
+            &[
+                "sh",
+                "-c",
+                "touch \"$TMUX_TMPDIR/socket\" && echo \"$TMUX_TMPDIR\"",
+            ],
+        );
+        assert_success(&kept);
+        let kept = PathBuf::from(String::from_utf8_lossy(&kept.stdout).trim());
+        assert!(
+            kept.join("socket").exists(),
+            "a session directory in use was removed"
+        );
+        fs::remove_dir_all(&kept).expect("clean up");
+    }
+
     /// A project that is a package of a monorepo: `git commit` under `run`
     /// writes the enclosing repository's git directory, `policy` says where it
     /// came from, the rest of the monorepo stays read-only, and a hook the
