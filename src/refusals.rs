@@ -115,6 +115,20 @@ const UV_DATA: Place = Place {
     instead: "Run `uv python install` (or `uv tool install`) once outside the sandbox, then \
               run this again",
 };
+const PYENV_SHIMS: Place = Place {
+    what: "pyenv's shims, the commands on your PATH that pick a Python",
+    why: "a shim runs at your next python or pip command, unconfined; pyenv rewrites them \
+          after each pip install and reports failure when it cannot",
+    instead: "When only this was refused the packages are installed: run `pyenv rehash` \
+              outside the sandbox for their new commands. Or install into a virtual \
+              environment in the project (`python -m venv .venv`), whose pip never rehashes",
+};
+const PYENV_VERSIONS: Place = Place {
+    what: "pyenv's Pythons and their site-packages",
+    why: "every project that uses that Python imports what is installed there",
+    instead: "Install into a virtual environment in the project (`python -m venv .venv`), \
+              or run `pip install` (or `pyenv install`) outside the sandbox",
+};
 const NIX: Place = Place {
     what: "the Nix store and its database",
     why: "everything Nix builds and runs comes from there; single-user Nix writes it from \
@@ -195,6 +209,9 @@ fn places(
             .map(|d| d.join("uv")),
         &UV_DATA,
     );
+    let pyenv = absolute("PYENV_ROOT").or_else(|| under_home(".pyenv"));
+    add(pyenv.as_ref().map(|p| p.join("shims")), &PYENV_SHIMS);
+    add(pyenv.map(|p| p.join("versions")), &PYENV_VERSIONS);
     add(Some("/nix/store".into()), &NIX);
     add(Some("/nix/var/nix".into()), &NIX);
     add(
@@ -437,5 +454,25 @@ mod tests {
         assert_eq!(said.len(), 1, "{said:?}");
         assert_eq!(said[0].place, h.join(".cargo/bin"));
         assert!(said[0].to_string().contains("refused on purpose"));
+    }
+
+    #[test]
+    fn pyenv_s_refused_rehash_is_explained() {
+        let home = tempfile::tempdir().expect("tempdir");
+        let h = home.path();
+        std::fs::create_dir_all(h.join(".pyenv/shims")).expect("mkdir");
+        let vars: HashMap<&str, OsString> = HashMap::new();
+        let env = |name: &str| vars.get(name).cloned();
+        // What pyenv 2.4's pip shim prints after an install it cannot rehash.
+        let output = format!(
+            "mktemp: failed to create file via template ‘{0}/.pyenv/shims/tmp.XXXXXXXXXX’: \
+             Permission denied\npyenv: cannot rehash: {0}/.pyenv/shims isn't writable\n",
+            h.display()
+        );
+        let report = Policy::default().check().expect("check");
+        let said = on_purpose_for(&report, output.as_bytes(), &env, Some(h));
+        assert_eq!(said.len(), 1, "{said:?}");
+        assert_eq!(said[0].place, h.join(".pyenv/shims"));
+        assert!(said[0].to_string().contains("pyenv rehash"), "{}", said[0]);
     }
 }

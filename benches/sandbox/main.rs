@@ -7,7 +7,7 @@
 //! cargo bench --features cli --bench sandbox -- startup apply         # only some cases
 //! ```
 //!
-//! Cases: `startup`, `connect`, `apply`, `files`, `cargo`, `go`, `tripwire`. The variants of a case
+//! Cases: `startup`, `connect`, `apply`, `files`, `cargo`, `go`, `pip`, `npm`, `tripwire`. The variants of a case
 //! are interleaved (A B C, B C A, C A B, …) so drift on a busy machine falls
 //! on all of them alike. The benchmark asserts nothing about speed; it
 //! fails only when it cannot measure (Landlock missing, bubblewrap or go
@@ -55,13 +55,15 @@ type Case = fn(&Bench, &Config) -> Section;
 
 /// Every case, by the name that selects it on the command line, in the
 /// order the document presents them.
-const CASES: [(&str, Case); 7] = [
+const CASES: [(&str, Case); 9] = [
     ("startup", cases::startup::run),
     ("connect", cases::connect::run),
     ("apply", cases::apply::run),
     ("files", cases::files::run),
     ("cargo", cases::builds::cargo),
     ("go", cases::builds::go),
+    ("pip", cases::builds::pip),
+    ("npm", cases::builds::npm),
     ("tripwire", cases::tripwire::run),
 ];
 
