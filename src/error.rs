@@ -185,7 +185,9 @@ impl ApplyError {
             ApplyError::Supervisor(_) => {
                 "let the container runtime allow seccomp(SECCOMP_SET_MODE_FILTER) with \
                  SECCOMP_FILTER_FLAG_NEW_LISTENER, pidfd_open, pidfd_getfd and \
-                 process_vm_readv; check the thread and descriptor limits"
+                 process_vm_readv (Docker's default profile allows pidfd_getfd and \
+                 process_vm_readv only with --cap-add SYS_PTRACE); check the thread and \
+                 descriptor limits"
             }
         }
     }

@@ -6,7 +6,9 @@
 # then runs the shared scenarios in the case's mode; exits with their status.
 #
 # Environment (set by run-container.sh):
-#   CONTAINER_MODE   the scenarios' mode: enabled or disabled
+#   CONTAINER_MODE   the scenarios' mode: enabled or disabled; or `refused`:
+#                    no scenarios, only what `run` answers (`fact: run:`)
+#                    and whether its command ran (`fact: ran:`)
 #   SANDBOX, SCENARIO_*  passed on to tests/scenarios/scenarios.sh
 set -u
 
@@ -40,6 +42,15 @@ if command -v bwrap >/dev/null; then
   fact "bwrap: exit $bwrap_status${bwrap_out:+: $(printf '%s' "$bwrap_out" | head -n1)}"
 else
   fact "bwrap: not installed (Debian: apt-get install bubblewrap)"
+fi
+
+if [ "$CONTAINER_MODE" = refused ]; then
+  run_status=0
+  mkdir -p "$HOME/project"
+  run_err=$(cd "$HOME/project" && "$SANDBOX" run -- sh -c ': >"$HOME/ran"' 2>&1 >/dev/null) || run_status=$?
+  fact "run: exit $run_status: $(printf '%s' "$run_err" | head -n1)"
+  if [ -e "$HOME/ran" ]; then fact "ran: yes"; else fact "ran: no"; fi
+  exit 0
 fi
 
 bash "$SCENARIO_SCRIPT" "$CONTAINER_MODE"

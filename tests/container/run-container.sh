@@ -10,11 +10,14 @@
 #                leaves it (unset)
 #   user         the same as an ordinary user (--user UID:GID), whose home
 #                is a bind mount at /home/strument, not under a temp dir
-#   docker       enabled scenarios as that user under Docker's default
-#                seccomp profile (docker-seccomp.json: moby/profiles seccomp
-#                v0.2.3's default.json, as vendored by moby/moby at b985e23,
+#   docker       that user under Docker's default seccomp profile
+#                (docker-seccomp.json: moby/profiles seccomp v0.2.3's
+#                default.json, as vendored by moby/moby at b985e23,
 #                Apache-2.0, unchanged), which refuses new namespaces without
-#                CAP_SYS_ADMIN where podman's lets an ordinary user create one
+#                CAP_SYS_ADMIN where podman's lets an ordinary user create
+#                one, and pidfd_getfd without CAP_SYS_PTRACE, which the
+#                connect supervisor needs: no scenarios (mode `refused`),
+#                `run` must refuse, saying why, and nothing runs
 #   no-landlock  disabled scenarios as that user, under podman's default
 #                profile with the three Landlock syscalls taken out, so they
 #                get the profile's default errno: `run` must refuse and
@@ -50,7 +53,7 @@ container_case=${1:-}
 case $container_case in
   root) mode=enabled as_user='' profile='' ;;
   user) mode=enabled as_user=1 profile='' ;;
-  docker) mode=enabled as_user=1 profile=docker ;;
+  docker) mode=refused as_user=1 profile=docker ;;
   no-landlock) mode=disabled as_user=1 profile=no-landlock ;;
   *)
     echo "usage: $0 root|user|docker|no-landlock" >&2

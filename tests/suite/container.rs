@@ -173,14 +173,42 @@ mod needs_landlock {
             });
         }
 
+        /// Docker's default profile refuses `pidfd_getfd` without
+        /// `CAP_SYS_PTRACE`, so the connect supervisor could fetch no socket:
+        /// `run` refuses, naming the call and the capability, and its command
+        /// never runs (bubblewrap cannot start there either).
         #[test]
-        fn under_dockers_profile_every_scenario_passes_where_bubblewrap_cannot_start() {
-            assert_enabled(&Case {
+        fn under_dockers_profile_run_refuses_naming_pidfd_getfd() {
+            let host = require_landlock();
+            let out = run(&Case {
                 name: "docker",
-                mode: "enabled",
+                mode: "refused",
                 uid: 1500,
                 bwrap: Bwrap::CannotStart,
             });
+            let stdout = String::from_utf8_lossy(&out.stdout);
+            assert!(stdout.contains("container[docker]: PASS"), "{}", show(&out));
+            assert_eq!(fact(&stdout, "probe-exit"), "0", "{}", show(&out));
+            assert_eq!(
+                fact(&stdout, "probe: abi"),
+                host.abi.to_string(),
+                "{}",
+                show(&out)
+            );
+            let said = fact(&stdout, "run");
+            assert!(
+                said.starts_with("exit 4: ")
+                    && said.contains("pidfd_getfd")
+                    && said.contains("SYS_PTRACE"),
+                "run did not refuse naming pidfd_getfd and CAP_SYS_PTRACE: {said:?}\n{}",
+                show(&out)
+            );
+            assert_eq!(fact(&stdout, "ran"), "no", "{}", show(&out));
+            assert!(
+                fact(&stdout, "bwrap").contains("new namespace"),
+                "{}",
+                show(&out)
+            );
         }
 
         /// The kernel has Landlock (the host's probe, beside the container's), the
