@@ -39,19 +39,19 @@ impl SockFilter {
 }
 
 // Opcodes of <linux/bpf_common.h>.
-const LD_W_ABS: u16 = 0x20; // BPF_LD (0) | BPF_W (0) | BPF_ABS (0x20)
-const JEQ_K: u16 = 0x05 | 0x10; // BPF_JMP | BPF_JEQ | BPF_K
-const RET_K: u16 = 0x06; // BPF_RET | BPF_K
+pub(crate) const LD_W_ABS: u16 = 0x20; // BPF_LD (0) | BPF_W (0) | BPF_ABS (0x20)
+pub(crate) const JEQ_K: u16 = 0x05 | 0x10; // BPF_JMP | BPF_JEQ | BPF_K
+pub(crate) const RET_K: u16 = 0x06; // BPF_RET | BPF_K
 const JA: u16 = 0x05; // BPF_JMP | BPF_JA
 
 // <linux/seccomp.h>
-const RET_KILL_PROCESS: u32 = 0x8000_0000;
-const RET_ERRNO: u32 = 0x0005_0000;
-const RET_ALLOW: u32 = 0x7fff_0000;
+pub(crate) const RET_KILL_PROCESS: u32 = 0x8000_0000;
+pub(crate) const RET_ERRNO: u32 = 0x0005_0000;
+pub(crate) const RET_ALLOW: u32 = 0x7fff_0000;
 
 // Offsets into `struct seccomp_data { int nr; u32 arch; u64 ip; u64 args[6]; }`.
-const NR: u32 = 0;
-const ARCH: u32 = 4;
+pub(crate) const NR: u32 = 0;
+pub(crate) const ARCH: u32 = 4;
 /// The low 32 bits of `args[1]`, the ioctl request: the kernel's `ioctl`
 /// takes an `unsigned int`, so the high half is ignored by it and by us.
 const ARG1_LOW: u32 = if cfg!(target_endian = "little") {
@@ -65,14 +65,14 @@ const TIOCSTI: u32 = 0x5412;
 const TIOCLINUX: u32 = 0x541C;
 
 // <linux/audit.h>
-const AUDIT_ARCH_X86_64: u32 = 0xC000_003E;
-const AUDIT_ARCH_I386: u32 = 0x4000_0003;
-const AUDIT_ARCH_AARCH64: u32 = 0xC000_00B7;
-const AUDIT_ARCH_ARM: u32 = 0x4000_0028;
-const AUDIT_ARCH_RISCV64: u32 = 0xC000_00F3;
+pub(crate) const AUDIT_ARCH_X86_64: u32 = 0xC000_003E;
+pub(crate) const AUDIT_ARCH_I386: u32 = 0x4000_0003;
+pub(crate) const AUDIT_ARCH_AARCH64: u32 = 0xC000_00B7;
+pub(crate) const AUDIT_ARCH_ARM: u32 = 0x4000_0028;
+pub(crate) const AUDIT_ARCH_RISCV64: u32 = 0xC000_00F3;
 
 /// `__X32_SYSCALL_BIT`: x32 calls arrive with `AUDIT_ARCH_X86_64` and this bit.
-const X32: u32 = 0x4000_0000;
+pub(crate) const X32: u32 = 0x4000_0000;
 
 /// For each system-call convention a process of this build can use: its
 /// `AUDIT_ARCH_*` and the numbers `ioctl` has there. x32 has its own

@@ -9,7 +9,11 @@
 
 use std::sync::Arc;
 
-use crate::terminal::SockFilter;
+use crate::terminal::{
+    ARCH, AUDIT_ARCH_AARCH64, AUDIT_ARCH_ARM, AUDIT_ARCH_I386, AUDIT_ARCH_RISCV64,
+    AUDIT_ARCH_X86_64, JEQ_K, LD_W_ABS, NR, RET_ALLOW, RET_ERRNO, RET_K, RET_KILL_PROCESS,
+    SockFilter, X32,
+};
 
 /// The variable that, in test builds, installs listeners without
 /// `SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV`.
@@ -52,14 +56,6 @@ pub(crate) enum Call {
     /// `sendmmsg(fd, msgvec, vlen, flags)`.
     SendMmsg,
 }
-
-// <linux/audit.h>
-const AUDIT_ARCH_X86_64: u32 = 0xC000_003E;
-const AUDIT_ARCH_I386: u32 = 0x4000_0003;
-const AUDIT_ARCH_AARCH64: u32 = 0xC000_00B7;
-const AUDIT_ARCH_ARM: u32 = 0x4000_0028;
-const AUDIT_ARCH_RISCV64: u32 = 0xC000_00F3;
-const X32: u32 = 0x4000_0000;
 
 /// The numbers of the calls that matter, per convention: connect, bind,
 /// sendto, sendmsg, sendmmsg, io_uring_setup, and socketcall where it exists.
@@ -222,20 +218,11 @@ impl NotifyFilter {
     }
 }
 
-// Opcodes of <linux/bpf_common.h>.
-const LD_W_ABS: u16 = 0x20;
-const JEQ_K: u16 = 0x15;
+// The terminal filter's opcodes and answers, and these besides: <linux/bpf_common.h>,
+// <linux/seccomp.h>.
 const JSET_K: u16 = 0x45;
-const RET_K: u16 = 0x06;
-
-// <linux/seccomp.h>
-const RET_KILL_PROCESS: u32 = 0x8000_0000;
-const RET_ERRNO: u32 = 0x0005_0000;
 const RET_USER_NOTIF: u32 = 0x7fc0_0000;
-const RET_ALLOW: u32 = 0x7fff_0000;
 
-const NR: u32 = 0;
-const ARCH: u32 = 4;
 /// `MSG_FASTOPEN` of `<linux/socket.h>`.
 const MSG_FASTOPEN: u32 = 0x2000_0000;
 
