@@ -666,15 +666,10 @@ impl LocalNet {
         at: SocketAddr,
         transport: Transport,
     ) -> bool {
-        let tcp = match transport {
-            Transport::Tcp => true,
-            Transport::Udp => false,
-            Transport::Ping | Transport::Other(_) => return false,
-        };
         if at.port() == 0 || !sys::reuses_port(socket).unwrap_or(false) {
             return false;
         }
-        let Ok(Some(cookie)) = self.socket_at(at, tcp) else {
+        let Ok(Some(cookie)) = self.socket_at(at, transport) else {
             return false;
         };
         !self.bound.lock().is_ok_and(|bound| {
@@ -693,36 +688,37 @@ impl LocalNet {
     /// kernel (no `tcp_diag`/`udp_diag`), or a cookie unknown, the port counts
     /// as held, as it did before cookies were kept (doc/security.md).
     fn still_held(&self, to: SocketAddr, transport: Transport, cookies: &[Option<u64>]) -> bool {
-        let tcp = match transport {
-            Transport::Tcp => true,
-            Transport::Udp => false,
-            Transport::Ping | Transport::Other(_) => return true,
-        };
         if cookies.iter().any(Option::is_none) {
             return true;
         }
-        match self.socket_at(to, tcp) {
+        match self.socket_at(to, transport) {
             Ok(Some(cookie)) => cookies.contains(&Some(cookie)),
             Ok(None) | Err(_) => true,
         }
     }
 
     /// [`sys::socket_at`] over the kept `inet_diag` socket, opened at the
-    /// first question and again after one fails.
-    fn socket_at(&self, to: SocketAddr, tcp: bool) -> io::Result<Option<u64>> {
+    /// first question and again after one fails. `EPROTONOSUPPORT` for a
+    /// transport other than TCP and UDP, which `inet_diag` is not asked of.
+    fn socket_at(&self, to: SocketAddr, transport: Transport) -> io::Result<Option<u64>> {
+        let tcp = match transport {
+            Transport::Tcp => true,
+            Transport::Udp => false,
+            Transport::Ping | Transport::Other(_) => {
+                return Err(io::Error::from_raw_os_error(libc::EPROTONOSUPPORT));
+            }
+        };
         let mut diag = self
             .diag
             .lock()
             .map_err(|_| io::Error::from_raw_os_error(libc::EDEADLK))?;
-        if diag.is_none() {
-            *diag = Some(sys::diag_socket()?);
-        }
-        let found = match diag.as_ref() {
-            Some(socket) => sys::socket_at(socket, to, tcp),
-            None => return Err(io::Error::from_raw_os_error(libc::EBADF)),
+        let socket = match diag.take() {
+            Some(socket) => socket,
+            None => sys::diag_socket()?,
         };
-        if found.is_err() {
-            *diag = None;
+        let found = sys::socket_at(&socket, to, tcp);
+        if found.is_ok() {
+            *diag = Some(socket);
         }
         found
     }
