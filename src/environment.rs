@@ -15,7 +15,7 @@
 //! `node_modules` would change the same file in every other project; the
 //! confined command's installs copy instead.
 
-use std::ffi::OsString;
+use std::ffi::{OsStr, OsString};
 use std::io;
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::MetadataExt;
@@ -366,11 +366,7 @@ pub(crate) fn to_set<'a>(
     settings: &'a [Setting],
     chosen: &dyn Fn(&str) -> bool,
 ) -> (Vec<(&'static str, &'a OsString)>, io::Result<()>) {
-    let session = settings
-        .iter()
-        .find(|s| s.variable == "TMUX_TMPDIR")
-        .map(|s| PathBuf::from(&s.value));
-    let made = match &session {
+    let made = match &session_dir_of(settings) {
         Some(dir) => make_session_dir(dir),
         None => Ok(()),
     };
@@ -396,12 +392,9 @@ pub(crate) fn to_set<'a>(
 /// The OS error of `mkdirat`/`openat`, or `PermissionDenied` when the
 /// per-user directory belongs to someone else or others may write in it.
 pub(crate) fn make_session_dir(dir: &Path) -> io::Result<()> {
-    let (Some(key), Some(user_dir)) = (dir.file_name(), dir.parent()) else {
-        return Err(io::Error::from(io::ErrorKind::InvalidInput));
-    };
-    let (Some(user), Some(parent)) = (user_dir.file_name(), user_dir.parent()) else {
-        return Err(io::Error::from(io::ErrorKind::InvalidInput));
-    };
+    let (parent, user, key) =
+        session_levels(dir).ok_or_else(|| io::Error::from(io::ErrorKind::InvalidInput))?;
+    let user_dir = dir.parent().unwrap_or(dir);
     // The temp root itself (`/tmp`) is trusted: no confined command can
     // replace it. Below it, nothing is followed.
     let parent = Dir::anchor(parent)?;
@@ -423,23 +416,32 @@ pub(crate) fn make_session_dir(dir: &Path) -> io::Result<()> {
     Ok(())
 }
 
+/// The session directory `settings` name (the one `TMUX_TMPDIR` holds).
+fn session_dir_of(settings: &[Setting]) -> Option<PathBuf> {
+    settings
+        .iter()
+        .find(|s| s.variable == "TMUX_TMPDIR")
+        .map(|s| PathBuf::from(&s.value))
+}
+
+/// A session directory's three levels: the temp root, the per-user
+/// directory's name and the session's key.
+fn session_levels(dir: &Path) -> Option<(&Path, &OsStr, &OsStr)> {
+    let key = dir.file_name()?;
+    let user_dir = dir.parent()?;
+    Some((user_dir.parent()?, user_dir.file_name()?, key))
+}
+
 /// Removes the session directory of `settings` when nothing was left in
 /// it: a daemon a command left there (a tmux server's socket) keeps it.
 /// Reached beneath the per-user directory, opened through no symlink, as
 /// [`make_session_dir`] made it. Best effort: nothing to report if it
 /// fails.
 pub(crate) fn remove_session_dir(settings: &[Setting]) {
-    let Some(dir) = settings
-        .iter()
-        .find(|s| s.variable == "TMUX_TMPDIR")
-        .map(|s| PathBuf::from(&s.value))
-    else {
+    let Some(dir) = session_dir_of(settings) else {
         return;
     };
-    let (Some(key), Some(user_dir)) = (dir.file_name(), dir.parent()) else {
-        return;
-    };
-    let (Some(user), Some(parent)) = (user_dir.file_name(), user_dir.parent()) else {
+    let Some((parent, user, key)) = session_levels(&dir) else {
         return;
     };
     let _ = Dir::anchor(parent)
