@@ -139,8 +139,7 @@ mod needs_landlock {
         assert_eq!(String::from_utf8_lossy(&log.stdout).trim(), "in-project");
 
         // A linked worktree as the project; the main repository lives outside.
-        let main = h.home.join("repos/main");
-        fs::create_dir_all(&main).expect("mkdir main repo");
+        let main = h.home_dir("repos/main");
         git(&main, &["init", "-q", "-b", "main"]);
         fs::write(main.join("README"), "main\n").expect("readme");
         git(&main, &["add", "README"]);
@@ -197,10 +196,7 @@ mod needs_landlock {
                           open('squares', 'w').write(repr(p.map(abs, [-1, -2, 3])))\n";
         let out = h.run(&[], &[python.to_str().expect("utf-8"), "-c", script]);
         assert_success(&out);
-        assert_eq!(
-            fs::read_to_string(h.project.join("squares")).expect("result"),
-            "[1, 2, 3]"
-        );
+        assert_eq!(h.project_file("squares"), "[1, 2, 3]");
     }
 
     #[test]
@@ -349,10 +345,7 @@ mod needs_landlock {
         .current_dir(&h.project);
         let finished = session.run(&mut cmd).expect("sh runs");
         assert!(!finished.status.success(), "the write outside was refused");
-        assert_eq!(
-            fs::read_to_string(h.project.join("kept")).expect("written"),
-            "in\n"
-        );
+        assert_eq!(h.project_file("kept"), "in\n");
         assert!(!outside.exists(), "the command wrote in the home");
         let names: Vec<_> = finished.changes.iter().map(|c| c.name.clone()).collect();
         assert_eq!(names, [Path::new(".git/hooks/pre-commit")]);

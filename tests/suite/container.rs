@@ -13,7 +13,7 @@ use std::process::{Command, Output};
 use super::support::{
     BIN, assert_scenarios_passed, output, require_tool, scenarios, scratch_base, show,
 };
-use super::support::{Need, require, require_landlock};
+use super::support::{Need, after_prefix, require, require_landlock};
 
 /// What bubblewrap does in a case's container.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -64,11 +64,21 @@ fn run(case: &Case) -> Output {
 
 /// The value after `fact: <key>: ` in inside.sh's report.
 fn fact<'a>(stdout: &'a str, key: &str) -> &'a str {
-    let prefix = format!("fact: {key}: ");
-    stdout
-        .lines()
-        .find_map(|l| l.strip_prefix(prefix.as_str()))
-        .unwrap_or_default()
+    after_prefix(stdout, &format!("fact: {key}: "))
+}
+
+/// Asserts inside.sh reported `key` as `expected`.
+#[track_caller]
+fn assert_fact(out: &Output, key: &str, expected: &str) {
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(fact(&stdout, key), expected, "{}", show(out));
+}
+
+/// Asserts inside.sh's report of `key` says `part`.
+#[track_caller]
+fn assert_fact_says(out: &Output, key: &str, part: &str) {
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(fact(&stdout, key).contains(part), "{}", show(out));
 }
 
 /// `CAP_SYS_ADMIN`'s bit in `/proc/self/status`'s capability masks.
@@ -100,7 +110,7 @@ fn assert_case(case: &Case) -> Output {
         "no seccomp filter in the container\n{}",
         show(&out)
     );
-    assert_eq!(fact(&stdout, "no_new_privs"), "0", "{}", show(&out));
+    assert_fact(&out, "no_new_privs", "0");
     let caps = u64::from_str_radix(fact(&stdout, "cap_eff"), 16)
         .unwrap_or_else(|e| panic!("cap_eff is not a hex mask: {e}\n{}", show(&out)));
     assert_eq!(caps & (1 << CAP_SYS_ADMIN), 0, "{}", show(&out));
@@ -141,14 +151,8 @@ fn assert_enabled(case: &Case) {
 #[track_caller]
 fn assert_probe_as_host(out: &Output) {
     let host = strument_sandbox::probe();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert_eq!(fact(&stdout, "probe-exit"), "0", "{}", show(out));
-    assert_eq!(
-        fact(&stdout, "probe: abi"),
-        host.abi.to_string(),
-        "{}",
-        show(out)
-    );
+    assert_fact(out, "probe-exit", "0");
+    assert_fact(out, "probe: abi", &host.abi.to_string());
 }
 
 /// The container shares this kernel: its Landlock, then podman's.
@@ -203,12 +207,8 @@ mod needs_landlock {
                 "run did not refuse naming pidfd_getfd and CAP_SYS_PTRACE: {said:?}\n{}",
                 show(&out)
             );
-            assert_eq!(fact(&stdout, "ran"), "no", "{}", show(&out));
-            assert!(
-                fact(&stdout, "bwrap").contains("new namespace"),
-                "{}",
-                show(&out)
-            );
+            assert_fact(&out, "ran", "no");
+            assert_fact_says(&out, "bwrap", "new namespace");
         }
 
         /// The kernel has Landlock (the host's probe, beside the container's), the
@@ -224,23 +224,17 @@ mod needs_landlock {
                 uid: 1500,
                 bwrap: Bwrap::Starts,
             });
-            let stdout = String::from_utf8_lossy(&out.stdout);
-            assert_eq!(fact(&stdout, "probe-exit"), "3", "{}", show(&out));
+            assert_fact(&out, "probe-exit", "3");
             // The profile's default errno is ENOSYS: the same answer as a kernel
             // built without Landlock, and the probe cannot tell the two apart.
-            assert_eq!(
-                fact(&stdout, "probe: reason"),
+            assert_fact(
+                &out,
+                "probe: reason",
                 "Landlock is not built into this kernel (ENOSYS)",
-                "{}",
-                show(&out)
             );
-            assert_eq!(fact(&stdout, "probe: errno"), "38", "{}", show(&out));
+            assert_fact(&out, "probe: errno", "38");
             // So the hint names the container's profile beside the kernel.
-            assert!(
-                fact(&stdout, "probe: hint").contains("a seccomp profile older than Landlock"),
-                "{}",
-                show(&out)
-            );
+            assert_fact_says(&out, "probe: hint", "a seccomp profile older than Landlock");
         }
     }
 }

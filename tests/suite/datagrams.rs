@@ -56,6 +56,14 @@ fn confined(h: &FakeHome, args: &[&str], cap: Option<u32>) -> Output {
     output(&mut cmd)
 }
 
+/// A unix datagram socket outside the sandbox, bound to `<home>/<name>`,
+/// and its path.
+fn receiver_outside(h: &FakeHome, name: &str) -> (UnixDatagram, String) {
+    let path = h.home.join(name);
+    let receiver = UnixDatagram::bind(&path).expect("bind outside");
+    (receiver, path.to_str().expect("UTF-8").to_owned())
+}
+
 /// What a receiver holds now, without waiting.
 fn received_unix(r: &UnixDatagram) -> Vec<String> {
     r.set_nonblocking(true).expect("nonblocking");
@@ -86,12 +94,49 @@ fn settle() {
 
 const ALL_THREE: [&str; 3] = ["one", "two", "three"];
 
+/// What the helper prints when `kind`'s sendmsg (three messages) and
+/// sendmmsg (two) were all sent.
+fn sent(kind: &str) -> String {
+    format!("{kind} sendmsg sent 3\n{kind} sendmmsg sent 2\n")
+}
+
+/// What the helper prints when `kind`'s sendmsg and sendmmsg failed with
+/// `errno`.
+fn failed(kind: &str, errno: i32) -> String {
+    format!("{kind} sendmsg errno {errno}\n{kind} sendmmsg errno {errno}\n")
+}
+
 /// The lines `datagrams own DIR` prints when every send arrived.
 fn own_ok() -> String {
     ["path", "abstract", "udp4", "udp6"]
         .iter()
-        .map(|k| format!("own {k} sendmsg sent 3\nown {k} sendmmsg sent 2\nown {k} ok\n"))
+        .map(|k| format!("{}own {k} ok\n", sent(&format!("own {k}"))))
         .collect()
+}
+
+/// Asserts the helper printed exactly `expected`.
+#[track_caller]
+fn assert_printed(out: &Output, expected: &str) {
+    assert_eq!(stdout(out), expected, "{}", show(out));
+}
+
+/// `datagrams KIND TARGET` to `receiver`, outside the sandbox: unconfined,
+/// every send arrives; confined (Landlock capped at `cap`), each fails with
+/// `errno` and nothing arrives. The confined run's output.
+fn assert_heard_only_unconfined(
+    h: &FakeHome,
+    receiver: &UnixDatagram,
+    [kind, target]: [&str; 2],
+    errno: i32,
+    cap: Option<u32>,
+) -> Output {
+    assert_printed(&bare(&[kind, target]), &sent(kind));
+    assert_eq!(received_unix(receiver), ALL_THREE);
+    let out = confined(h, &[kind, target], cap);
+    assert_printed(&out, &failed(kind, errno));
+    settle();
+    assert_eq!(received_unix(receiver), Vec::<String>::new());
+    out
 }
 
 mod needs_landlock {
@@ -100,32 +145,11 @@ mod needs_landlock {
     #[test]
     fn a_unix_datagram_socket_outside_gets_nothing_from_sendmsg_or_sendmmsg() {
         let h = FakeHome::new();
-        let path = h.home.join("outside-dgram.sock");
-        let receiver = UnixDatagram::bind(&path).expect("bind outside");
-        let path = path.to_str().expect("UTF-8").to_owned();
-        // Granted half: the receiver hears an unconfined sender.
-        let out = bare(&["unix", &path]);
-        assert_eq!(
-            stdout(&out),
-            "unix sendmsg sent 3\nunix sendmmsg sent 2\n",
-            "{}",
-            show(&out)
-        );
-        assert_eq!(received_unix(&receiver), ALL_THREE);
-        // Refused: the same sends from inside (this kernel's Landlock has no
-        // RESOLVE_UNIX: the supervisor alone refuses them).
-        let out = confined(&h, &["unix", &path], None);
-        assert_eq!(
-            stdout(&out),
-            format!(
-                "unix sendmsg errno {e}\nunix sendmmsg errno {e}\n",
-                e = libc::EACCES
-            ),
-            "{}",
-            show(&out)
-        );
-        settle();
-        assert_eq!(received_unix(&receiver), Vec::<String>::new());
+        let (receiver, path) = receiver_outside(&h, "outside-dgram.sock");
+        // Granted half: the receiver hears an unconfined sender. Refused: the
+        // same sends from inside (this kernel's Landlock has no RESOLVE_UNIX:
+        // the supervisor alone refuses them).
+        let out = assert_heard_only_unconfined(&h, &receiver, ["unix", &path], libc::EACCES, None);
         assert!(
             String::from_utf8_lossy(&out.stderr).contains(&format!("--allow-socket {path}")),
             "{}",
@@ -136,7 +160,7 @@ mod needs_landlock {
         let project = h.project.to_str().expect("UTF-8").to_owned();
         for dir in ["/tmp", project.as_str()] {
             let out = confined(&h, &["own", dir], None);
-            assert_eq!(stdout(&out), own_ok(), "{}", show(&out));
+            assert_printed(&out, &own_ok());
         }
         h.assert_sentinels_intact();
     }
@@ -147,30 +171,11 @@ mod needs_landlock {
         let name = format!("strument-datagrams-outside-{}", std::process::id());
         let address = SocketAddr::from_abstract_name(name.as_bytes()).expect("abstract");
         let receiver = UnixDatagram::bind_addr(&address).expect("bind outside");
-        let out = bare(&["abstract", &name]);
-        assert_eq!(
-            stdout(&out),
-            "abstract sendmsg sent 3\nabstract sendmmsg sent 2\n",
-            "{}",
-            show(&out)
-        );
-        assert_eq!(received_unix(&receiver), ALL_THREE);
         // Capped below the abstract scope: the supervisor alone refuses.
-        let out = confined(&h, &["abstract", &name], Some(5));
-        assert_eq!(
-            stdout(&out),
-            format!(
-                "abstract sendmsg errno {e}\nabstract sendmmsg errno {e}\n",
-                e = libc::EPERM
-            ),
-            "{}",
-            show(&out)
-        );
-        settle();
-        assert_eq!(received_unix(&receiver), Vec::<String>::new());
+        assert_heard_only_unconfined(&h, &receiver, ["abstract", &name], libc::EPERM, Some(5));
         // Same cap: its own abstract name (and the rest of its own) works.
         let out = confined(&h, &["own", "/tmp"], Some(5));
-        assert_eq!(stdout(&out), own_ok(), "{}", show(&out));
+        assert_printed(&out, &own_ok());
     }
 
     #[test]
@@ -182,36 +187,33 @@ mod needs_landlock {
             let (host, port) = (local.ip().to_string(), local.port().to_string());
             let v4 = local.is_ipv4();
             let out = bare(&["udp", &host, &port]);
-            let sent = "udp sendmsg sent 3\nudp sendmmsg sent 2\n";
-            let unspec_sent = "unspec sendmsg sent 3\nunspec sendmmsg sent 2\n";
             let expected = if v4 {
-                format!("{sent}{unspec_sent}")
+                format!("{}{}", sent("udp"), sent("unspec"))
             } else {
-                sent.to_owned()
+                sent("udp")
             };
-            assert_eq!(stdout(&out), expected, "{}", show(&out));
+            assert_printed(&out, &expected);
             let heard = received_udp(&receiver);
             assert_eq!(heard.len(), if v4 { 6 } else { 3 }, "{heard:?}");
             // Refused from inside, also AF_UNSPEC, which an IPv4 UDP socket
             // sends to as AF_INET.
             let out = confined(&h, &["udp", &host, &port], None);
             let e = libc::EACCES;
-            let refused = format!("udp sendmsg errno {e}\nudp sendmmsg errno {e}\n");
             let expected = if v4 {
-                format!("{refused}unspec sendmsg errno {e}\nunspec sendmmsg errno {e}\n")
+                format!("{}{}", failed("udp", e), failed("unspec", e))
             } else {
-                refused
+                failed("udp", e)
             };
-            assert_eq!(stdout(&out), expected, "{}", show(&out));
+            assert_printed(&out, &expected);
             settle();
             assert_eq!(received_udp(&receiver), Vec::<String>::new());
         }
         // Next to it: its own UDP servers on 127.0.0.1 and ::1, and a
         // connected UDP socket sending with sendmmsg, the resolver's way.
         let out = confined(&h, &["own", "/tmp"], None);
-        assert_eq!(stdout(&out), own_ok(), "{}", show(&out));
+        assert_printed(&out, &own_ok());
         let out = confined(&h, &["connected-udp"], None);
-        assert_eq!(stdout(&out), "connected-udp ok\n", "{}", show(&out));
+        assert_printed(&out, "connected-udp ok\n");
     }
 
     #[test]
@@ -230,9 +232,9 @@ mod needs_landlock {
         // More than the supervisor copies at once (1 MiB): partial writes
         // that the writer continues, compared byte for byte.
         let out = confined(&h, &["stream", "8"], None);
-        assert_eq!(stdout(&out), "stream ok 8388608\n", "{}", show(&out));
+        assert_printed(&out, "stream ok 8388608\n");
         let out = confined(&h, &["mmsg"], None);
-        assert_eq!(stdout(&out), "mmsg ok 4 1 2 3 4\n", "{}", show(&out));
+        assert_printed(&out, "mmsg ok 4 1 2 3 4\n");
         // The same, unconfined, says the same.
         assert_eq!(stdout(&bare(&["mmsg"])), "mmsg ok 4 1 2 3 4\n");
     }
@@ -240,9 +242,7 @@ mod needs_landlock {
     #[test]
     fn a_second_thread_flipping_msg_name_or_the_socket_never_reaches_the_receiver_outside() {
         let h = FakeHome::new();
-        let path = h.home.join("race-outside.sock");
-        let receiver = UnixDatagram::bind(&path).expect("bind outside");
-        let path = path.to_str().expect("UTF-8").to_owned();
+        let (receiver, path) = receiver_outside(&h, "race-outside.sock");
         // Granted half: the receiver hears an unconfined racer.
         let out = bare(&["race", "/tmp", &path, "20000"]);
         assert!(stdout(&out).starts_with("race sent="), "{}", show(&out));

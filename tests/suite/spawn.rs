@@ -43,10 +43,7 @@ mod needs_landlock {
             .wait()
             .expect("wait");
         assert!(!status.success(), "the write outside was not refused");
-        assert_eq!(
-            fs::read_to_string(h.project.join("inside.txt")).expect("the project was writable"),
-            "in\n"
-        );
+        assert_eq!(h.project_file("inside.txt"), "in\n");
         assert!(!outside.exists(), "a write outside every root landed");
         // The caller itself was not confined.
         fs::write(&outside, "caller").expect("the caller stays unconfined");
@@ -94,7 +91,7 @@ mod needs_landlock {
         .expect("wait");
         assert_eq!(status.signal(), Some(libc::SIGPIPE), "{status:?}");
         assert!(!h.project.join("after.txt").exists());
-        let signals = fs::read_to_string(h.project.join("signals.txt")).expect("the child ran");
+        let signals = h.project_file("signals.txt");
         assert!(
             signals.contains("SigBlk:\t0000000000000000"),
             "blocked signals inherited: {signals}"
@@ -126,10 +123,7 @@ mod needs_landlock {
             .wait()
             .expect("wait");
         assert!(status.success(), "{status:?}");
-        assert_eq!(
-            fs::read_to_string(h.project.join("greeting.txt")).expect("the script ran"),
-            "hello world\n"
-        );
+        assert_eq!(h.project_file("greeting.txt"), "hello world\n");
     }
 
     #[test]
@@ -205,8 +199,7 @@ mod needs_landlock {
             l
         };
         let by_command = lines(&String::from_utf8_lossy(&by_command.stdout));
-        let by_spawn =
-            lines(&fs::read_to_string(h.project.join("spawned-env.txt")).expect("the child ran"));
+        let by_spawn = lines(&h.project_file("spawned-env.txt"));
         for setting in &applied {
             assert!(
                 by_spawn.contains(setting),

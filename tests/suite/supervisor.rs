@@ -5,21 +5,19 @@
 //! their tests.
 
 use std::fs;
-use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 
-use super::support::require_landlock;
-use super::support::test_name;
+use super::support::{self, Stopped, assert_no_connection_refused, require_landlock};
 use super::support::{FakeHome, assert_success, output, require_tool, show};
+use super::support::{assert_connection_refused, test_name};
 
 fn python() -> PathBuf {
     require_tool("python3", "python3")
 }
 
 fn fixture() -> String {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/fixtures/sockets.py")
+    support::fixture("sockets.py")
         .to_str()
         .expect("UTF-8 fixture path")
         .to_owned()
@@ -32,31 +30,19 @@ fn py() -> String {
 /// A stand-in service outside the sandbox: writes `served` to whatever
 /// path a client sends, and logs every connection it accepts.
 struct Service {
-    child: Child,
+    _running: Stopped,
 }
 
 impl Service {
     fn start(addr: &str, log: &Path) -> Service {
-        let mut child = Command::new(python())
-            .args([fixture().as_str(), "serve", addr])
-            .arg(log)
-            .stdout(Stdio::piped())
-            .spawn()
-            .expect("start the service");
-        let mut line = String::new();
-        let stdout = child.stdout.take().expect("piped stdout");
-        BufReader::new(stdout)
-            .read_line(&mut line)
-            .expect("read the service");
-        assert_eq!(line.trim(), "listening");
-        Service { child }
-    }
-}
-
-impl Drop for Service {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        Service {
+            _running: Stopped::listening(
+                Command::new(python())
+                    .args([fixture().as_str(), "serve", addr])
+                    .arg(log),
+                "the service",
+            ),
+        }
     }
 }
 
@@ -103,15 +89,14 @@ impl Drop for Tmux {
 
 /// An ssh-agent outside the sandbox with one key, killed on drop.
 struct SshAgent {
-    child: Child,
+    _child: Stopped,
     socket: PathBuf,
     public_key: PathBuf,
 }
 
 impl SshAgent {
     fn start(h: &FakeHome) -> SshAgent {
-        let dir = h.home.join(".ssh");
-        fs::create_dir_all(&dir).expect("mkdir");
+        let dir = h.home_dir(".ssh");
         let key = dir.join("id_ed25519");
         let out = output(
             Command::new(require_tool("ssh-keygen", "openssh-client"))
@@ -120,37 +105,11 @@ impl SshAgent {
         );
         assert_success(&out);
         let socket = h.home.join("agent.sock");
-        let child = Command::new(require_tool("ssh-agent", "openssh-client"))
-            .arg("-D")
-            .arg("-a")
-            .arg(&socket)
-            .stdout(Stdio::null())
-            .spawn()
-            .expect("start ssh-agent");
-        for _ in 0..100 {
-            if socket.exists() {
-                break;
-            }
-            std::thread::sleep(std::time::Duration::from_millis(20));
-        }
-        let out = output(
-            Command::new(require_tool("ssh-add", "openssh-client"))
-                .env("SSH_AUTH_SOCK", &socket)
-                .arg(&key),
-        );
-        assert_success(&out);
         SshAgent {
-            child,
+            _child: support::ssh_agent(&socket, &key),
             socket,
             public_key: key.with_extension("pub"),
         }
-    }
-}
-
-impl Drop for SshAgent {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
     }
 }
 
@@ -429,12 +388,7 @@ mod needs_landlock {
         let mut cmd = h.run_command(&h.project, &[], &["sh", "-c", &script]);
         cmd.env_remove("SSH_AUTH_SOCK");
         let out = output(&mut cmd);
-        assert!(!out.status.success(), "{}", show(&out));
-        assert!(
-            stderr(&out).contains("refused a connection to"),
-            "{}",
-            show(&out)
-        );
+        assert_connection_refused(&out, &[]);
     }
 
     #[test]
@@ -442,8 +396,7 @@ mod needs_landlock {
         let h = FakeHome::new();
         let gpg = require_tool("gpg", "gnupg");
         let connect = require_tool("gpg-connect-agent", "gnupg");
-        let gnupghome = h.home.join(".gnupg");
-        fs::create_dir_all(&gnupghome).expect("mkdir");
+        let gnupghome = h.home_dir(".gnupg");
         fs::set_permissions(
             &gnupghome,
             std::os::unix::fs::PermissionsExt::from_mode(0o700),
@@ -592,11 +545,7 @@ mod needs_landlock {
             let out = confined(&h, &[getent, query[0], query[1]]);
             assert_success(&out);
             assert_eq!(stdout(&out), stdout(&free), "{}", show(&out));
-            assert!(
-                !stderr(&out).contains("refused a connection"),
-                "{}",
-                show(&out)
-            );
+            assert_no_connection_refused(&out);
         }
     }
 
@@ -620,21 +569,16 @@ mod needs_landlock {
             h.project.join("full.sock").display()
         );
         let mut a = Command::new(python());
-        a.args(["-c", &stuck]).stdout(Stdio::piped());
+        a.args(["-c", &stuck]);
         prepared.confine(&mut a);
-        let mut a = a.spawn().expect("spawn A");
-        let mut line = String::new();
-        BufReader::new(a.stdout.take().expect("stdout"))
-            .read_line(&mut line)
-            .expect("read A");
-        assert_eq!(line.trim(), "full");
+        let (a, line) = Stopped::started_with_line(&mut a, "A");
+        assert_eq!(line, "full");
         // B, another command of the same supervisor, binds and connects freely.
         let mut b = Command::new(python());
         b.args([fixture().as_str(), "own"]).arg(&h.project);
         prepared.confine(&mut b);
         let out = b.output().expect("run B");
-        let _ = a.kill();
-        let _ = a.wait();
+        drop(a);
         assert!(stdout(&out).contains("own abstract ok"), "{}", show(&out));
     }
 }

@@ -11,6 +11,12 @@ use std::process::{Command, Output};
 
 use strument_sandbox::{Origin, default_writable};
 
+mod processes;
+pub use processes::{
+    Stopped, assert_connection_refused, assert_no_connection_refused, fixture, said_on_a_line,
+    ssh_agent,
+};
+
 /// The `strument-sandbox` binary built for this test run.
 pub const BIN: &str = env!("CARGO_BIN_EXE_strument-sandbox");
 
@@ -64,6 +70,20 @@ impl FakeHome {
                 .unwrap_or_else(|e| panic!("sentinel {} is gone: {e}", path.display()));
             assert_eq!(&now, contents, "sentinel {} was modified", path.display());
         }
+    }
+
+    /// What the project's file `name` holds (the test fails if it cannot be
+    /// read).
+    pub fn project_file(&self, name: &str) -> String {
+        let path = self.project.join(name);
+        fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+    }
+
+    /// `<home>/<rel>`, made with its parents.
+    pub fn home_dir(&self, rel: &str) -> PathBuf {
+        let dir = self.home.join(rel);
+        fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("mkdir {}: {e}", dir.display()));
+        dir
     }
 
     /// An environment that points every toolchain at the fake home.
@@ -276,12 +296,28 @@ pub fn assert_success(out: &Output) {
 #[track_caller]
 pub fn assert_stdout(out: &Output, stdout: &str) {
     assert_success(out);
+    assert_printed(out, stdout);
+}
+
+/// Asserts `out` printed exactly `stdout` (surrounding whitespace aside),
+/// whatever its status.
+#[track_caller]
+pub fn assert_printed(out: &Output, stdout: &str) {
     assert_eq!(
         String::from_utf8_lossy(&out.stdout).trim(),
         stdout,
         "{}",
         show(out)
     );
+}
+
+/// The rest of the first line of `report` that starts with `prefix` (a
+/// tier's `fact: KEY: VALUE` lines); empty when none does.
+pub fn after_prefix<'a>(report: &'a str, prefix: &str) -> &'a str {
+    report
+        .lines()
+        .find_map(|l| l.strip_prefix(prefix))
+        .unwrap_or_default()
 }
 
 /// Asserts `out` exited with `code`, saying `why` otherwise.

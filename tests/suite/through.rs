@@ -14,8 +14,9 @@ use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use super::support::{FakeHome, assert_success, output, require_tool, show};
+use super::support::{FakeHome, assert_printed, assert_success, copy_fixture, output};
 use super::support::{Need, require};
+use super::support::{require_tool, show};
 
 const SECRET: &str = "-----BEGIN OPENSSH PRIVATE KEY-----\nsecret\n";
 
@@ -62,6 +63,36 @@ fn dup_to_in_child(cmd: &mut Command, fd: i32, target: i32) {
     }
 }
 
+/// A directory of its own in /tmp, a granted root, removed at the end.
+fn in_tmp(prefix: &str) -> tempfile::TempDir {
+    tempfile::Builder::new()
+        .prefix(prefix)
+        .tempdir_in("/tmp")
+        .expect("a directory in /tmp")
+}
+
+/// `sh -c SCRIPT` under `run` in the project, with `var` set to `value`.
+fn sh_with(h: &FakeHome, var: &str, value: &Path, script: &str) -> Output {
+    let mut cmd = h.run_command(&h.project, &[], &["sh", "-c", script]);
+    cmd.env(var, value);
+    output(&mut cmd)
+}
+
+/// Asserts a confined `ln -s KEY LINK` (its directory made first) fails
+/// and leaves no symlink at `link`.
+#[track_caller]
+fn assert_cannot_plant(h: &FakeHome, key: &Path, link: &Path) {
+    let dir = link.parent().expect("parent");
+    let out = h.sh(&format!(
+        "mkdir -p {}; ln -s {} {}; echo $?",
+        dir.display(),
+        key.display(),
+        link.display()
+    ));
+    assert_printed(&out, "1");
+    assert!(!is_symlink(link));
+}
+
 fn is_symlink(path: &Path) -> bool {
     fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink())
 }
@@ -95,10 +126,7 @@ mod needs_landlock {
         require_tool("go", "golang-go");
         let h = FakeHome::new();
         let key = victim(&h, ".ssh/id_ed25519");
-        let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/go-hello");
-        for name in ["go.mod", "hello.go", "hello_test.go"] {
-            fs::copy(fixture.join(name), h.project.join(name)).expect("copy fixture");
-        }
+        copy_fixture("go-hello", &h.project);
         // Granted: go test writes its cache under the sandbox.
         let out = h.run(&[], &["go", "test", "./..."]);
         assert_success(&out);
@@ -112,12 +140,7 @@ mod needs_landlock {
             k = key.display()
         );
         let out = h.sh(&plant);
-        assert_eq!(
-            String::from_utf8_lossy(&out.stdout).trim(),
-            "1 1",
-            "{}",
-            show(&out)
-        );
+        assert_printed(&out, "1 1");
         assert!(!is_symlink(&trim));
         // `policy` says which roots are narrower, in text and in JSON.
         let text = output(&mut h.policy_command::<&str>(&[]));
@@ -202,19 +225,7 @@ mod needs_landlock {
         // Refused: a symlink in npm's content cache, whose index files npm
         // appends to.
         let index = h.home.join(".npm/_cacache/index-v5");
-        let planted = index.join("planted");
-        let out = h.sh(&format!(
-            "ln -s {} {}; echo $?",
-            key.display(),
-            planted.display()
-        ));
-        assert_eq!(
-            String::from_utf8_lossy(&out.stdout).trim(),
-            "1",
-            "{}",
-            show(&out)
-        );
-        assert!(!is_symlink(&planted));
+        assert_cannot_plant(&h, &key, &index.join("planted"));
         // The user's next npm run and npx, unconfined.
         let out = unconfined(&h, &h.project, &["npm", "run", "-s", "hi"]);
         assert_success(&out);
@@ -232,8 +243,7 @@ mod needs_landlock {
     fn a_directory_moves_into_a_cache_without_symlinks_but_not_out_of_it() {
         require_tool("python3", "python3");
         let h = FakeHome::new();
-        let cache = h.home.join(".cache/go-build");
-        fs::create_dir_all(&cache).expect("mkdir");
+        let cache = h.home_dir(".cache/go-build");
         // Landlock refuses a rename that would give the moved directory rights
         // it did not have: out of a root without MAKE_SYM into one with it
         // (EXDEV). Into the narrower root, and files either way, work.
@@ -267,18 +277,10 @@ print(attempt(c + "/d1", p + "/d1"), attempt(p + "/d2", c + "/d2"), attempt(c + 
     #[test]
     fn a_tmpdir_swapped_for_a_symlink_is_not_granted_by_the_next_run() {
         let h = FakeHome::new();
-        let bin = h.home.join(".local/bin");
-        fs::create_dir_all(&bin).expect("mkdir");
-        let shell = tempfile::Builder::new()
-            .prefix("nix-shell.")
-            .tempdir_in("/tmp")
-            .expect("a directory in /tmp");
+        let bin = h.home_dir(".local/bin");
+        let shell = in_tmp("nix-shell.");
         let tmpdir = shell.path().to_path_buf();
-        let run = |script: &str| {
-            let mut cmd = h.run_command(&h.project, &[], &["sh", "-c", script]);
-            cmd.env("TMPDIR", &tmpdir);
-            output(&mut cmd)
-        };
+        let run = |script: &str| sh_with(&h, "TMPDIR", &tmpdir, script);
         // Granted: $TMPDIR as the directory it is.
         assert_success(&run("echo x > \"$TMPDIR/ok\""));
         assert!(tmpdir.join("ok").is_file());
@@ -305,13 +307,9 @@ print(attempt(c + "/d1", p + "/d1"), attempt(p + "/d2", c + "/d2"), attempt(c + 
     #[test]
     fn a_cache_home_in_tmp_whose_entry_is_swapped_grants_nothing_outside() {
         let h = FakeHome::new();
-        let config = h.home.join(".config");
-        fs::create_dir_all(&config).expect("mkdir");
+        let config = h.home_dir(".config");
         let victim_file = victim(&h, ".config/app/settings");
-        let real = tempfile::Builder::new()
-            .prefix("cache.")
-            .tempdir_in("/tmp")
-            .expect("a directory in /tmp");
+        let real = in_tmp("cache.");
         fs::create_dir(real.path().join("go-build")).expect("mkdir");
         fs::remove_dir(h.home.join(".cache")).expect("rmdir ~/.cache");
         std::os::unix::fs::symlink(real.path(), h.home.join(".cache")).expect("ln ~/.cache");
@@ -344,16 +342,9 @@ print(attempt(c + "/d1", p + "/d1"), attempt(p + "/d2", c + "/d2"), attempt(c + 
     fn the_sandbox_makes_no_cache_or_stamp_through_a_planted_symlink() {
         let h = FakeHome::new();
         let target = h.home.join("planted-target");
-        let cache_home = tempfile::Builder::new()
-            .prefix("xdg-cache.")
-            .tempdir_in("/tmp")
-            .expect("a directory in /tmp");
+        let cache_home = in_tmp("xdg-cache.");
         let xdg = cache_home.path().to_path_buf();
-        let run = |script: &str| {
-            let mut cmd = h.run_command(&h.project, &[], &["sh", "-c", script]);
-            cmd.env("XDG_CACHE_HOME", &xdg);
-            output(&mut cmd)
-        };
+        let run = |script: &str| sh_with(&h, "XDG_CACHE_HOME", &xdg, script);
         // Granted: the first run makes its stamp (and go-build, go being on
         // PATH or not) in the cache home.
         assert_success(&run("true"));
@@ -495,31 +486,15 @@ print(attempt(c + "/d1", p + "/d1"), attempt(p + "/d2", c + "/d2"), attempt(c + 
             require_tool("cargo", "cargo");
             let h = FakeHome::new();
             let key = victim(&h, ".ssh/id_ed25519");
-            fs::create_dir_all(h.home.join(".cargo")).expect("~/.cargo");
-            let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/cargo-hello");
-            fs::create_dir_all(h.project.join("src")).expect("mkdir");
-            for name in ["Cargo.toml", "Cargo.lock", "src/main.rs"] {
-                fs::copy(fixture.join(name), h.project.join(name)).expect("copy fixture");
-            }
+            h.home_dir(".cargo");
+            copy_fixture("cargo-hello", &h.project);
             // Granted: cargo build with a dependency from crates.io (itoa).
             let out = h.run(&[], &["cargo", "build"]);
             assert_success(&out);
             assert!(h.project.join("target").is_dir());
             let registry = h.home.join(".cargo/registry");
             assert!(registry.is_dir(), "run made no registry cache");
-            let planted = registry.join("index/.package-cache");
-            let out = h.sh(&format!(
-                "mkdir -p {r}/index; ln -s {k} {r}/index/.package-cache; echo $?",
-                r = registry.display(),
-                k = key.display()
-            ));
-            assert_eq!(
-                String::from_utf8_lossy(&out.stdout).trim(),
-                "1",
-                "{}",
-                show(&out)
-            );
-            assert!(!is_symlink(&planted));
+            assert_cannot_plant(&h, &key, &registry.join("index/.package-cache"));
             assert!(walk_symlinks(&registry).is_empty());
             // The user's next cargo build, unconfined.
             assert_success(&unconfined(

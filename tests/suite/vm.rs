@@ -15,7 +15,7 @@ use serial_test::serial;
 use super::support::{
     BIN, assert_scenarios_passed, output, require_tool, scenarios, scratch_base, show,
 };
-use super::support::{Need, require};
+use super::support::{Need, after_prefix, require};
 
 /// One case of the matrix: what its guest must report.
 struct Case {
@@ -98,11 +98,7 @@ fn boot(case: &Case) -> Output {
 
 /// The value after `vm[<case>]: <key>: ` in run-vm.sh's report.
 fn fact<'a>(stdout: &'a str, case: &str, key: &str) -> &'a str {
-    let prefix = format!("vm[{case}]: {key}: ");
-    stdout
-        .lines()
-        .find_map(|l| l.strip_prefix(prefix.as_str()))
-        .unwrap_or_default()
+    after_prefix(stdout, &format!("vm[{case}]: {key}: "))
 }
 
 #[track_caller]
