@@ -27,33 +27,10 @@ set -uo pipefail
 
 unset TMUX TMUX_TMPDIR
 scratch=${1:?usage: deputies.sh SCRATCH}
-# ok, not_ok, summary, resolve_sandbox, missing_tool, granted_temp_root.
-# shellcheck source=tests/scenarios/lib.sh
-. "$(dirname "${BASH_SOURCE[0]}")/../../scenarios/lib.sh"
-fail() { not_ok "$@"; }
-finish() {
-  summary
-  [ "$failed" -eq 0 ]
-  exit
-}
-
-if ! sandbox=$(resolve_sandbox); then
-  fail "sandbox" "SANDBOX=${SANDBOX:-strument-sandbox} is not an executable"
-  finish
-fi
-for tool in tmux python3 git; do
-  if missing=$(missing_tool "$tool" "$tool"); then
-    fail "tools" "$missing"
-    finish
-  fi
-done
-if ! temp=$(granted_temp_root "$sandbox" "$scratch"); then
-  fail "scratch" "$scratch does not exist, or $sandbox policy did not say which temp roots it grants"
-  finish
-elif [ -n "$temp" ]; then
-  fail "scratch" "$scratch is under $temp, a temp root the sandbox grants: the checks would prove nothing"
-  finish
-fi
+# fail, finish, check_prelude (and tests/scenarios/lib.sh's pieces).
+# shellcheck source=tests/vm/checks/prelude.sh
+. "$(dirname "${BASH_SOURCE[0]}")/prelude.sh"
+check_prelude "$scratch" tmux python3 git
 
 abi=$("$sandbox" probe | sed -n 's/^abi: //p')
 if [ -z "$abi" ]; then

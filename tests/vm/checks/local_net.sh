@@ -26,33 +26,10 @@ set -uo pipefail
 scratch=${1:?usage: local_net.sh SCRATCH}
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 ports=$here/../../fixtures/ports.py
-# ok, not_ok, summary, resolve_sandbox, missing_tool, granted_temp_root.
-# shellcheck source=tests/scenarios/lib.sh
-. "$here/../../scenarios/lib.sh"
-fail() { not_ok "$@"; }
-finish() {
-  summary
-  [ "$failed" -eq 0 ]
-  exit
-}
-
-if ! sandbox=$(resolve_sandbox); then
-  fail "sandbox" "SANDBOX=${SANDBOX:-strument-sandbox} is not an executable"
-  finish
-fi
-for tool in python3 ip; do
-  if missing=$(missing_tool "$tool" "$tool"); then
-    fail "tools" "$missing"
-    finish
-  fi
-done
-if ! temp=$(granted_temp_root "$sandbox" "$scratch"); then
-  fail "scratch" "$scratch does not exist, or $sandbox policy did not say which temp roots it grants"
-  finish
-elif [ -n "$temp" ]; then
-  fail "scratch" "$scratch is under $temp, a temp root the sandbox grants: the checks would prove nothing"
-  finish
-fi
+# fail, finish, check_prelude (and tests/scenarios/lib.sh's pieces).
+# shellcheck source=tests/vm/checks/prelude.sh
+. "$here/prelude.sh"
+check_prelude "$scratch" python3 ip
 # The guest's initramfs leaves loopback down: no 127.0.0.1, no ::1.
 ip link set lo up 2>/dev/null
 if ! ip addr show lo | grep -q 'inet 127.0.0.1'; then
