@@ -5,6 +5,11 @@
 # readline-less-bash.sh) neither needs nor touches the machine's apt set-up.
 # Sourced by both; they define `die` and `note` (their own message prefix).
 #
+#   private_apt_settings CACHE SUBDIR
+#       sets $mirror, $keyring (dying unless it is readable), $max_age
+#       (VM_MIRROR, VM_KEYRING, VM_APT_MAX_AGE, or Debian's defaults) and
+#       $cache: CACHE, or ${XDG_CACHE_HOME:-$HOME/.cache}/strument-sandbox/SUBDIR
+#       when CACHE is empty.
 #   private_apt DIR LINE [OPTION...]
 #       writes LINE (one sources.list line) to DIR/sources.list and sets the
 #       array $apt_opts: the options that point apt-get and apt-cache at DIR,
@@ -14,6 +19,14 @@
 #       `apt-get update` when the lists are older than MAX_AGE seconds; on a
 #       failure the older lists are used with a note, and with none the
 #       caller dies naming WHAT (e.g. "http://deb.debian.org/debian trixie").
+
+private_apt_settings() {
+  mirror=${VM_MIRROR:-http://deb.debian.org/debian}
+  keyring=${VM_KEYRING:-/usr/share/keyrings/debian-archive-keyring.gpg}
+  [ -r "$keyring" ] || die "the archive keyring $keyring is missing: apt-get install debian-archive-keyring (or set VM_KEYRING)"
+  cache=${1:-${XDG_CACHE_HOME:-$HOME/.cache}/strument-sandbox/$2}
+  max_age=${VM_APT_MAX_AGE:-86400}
+}
 
 private_apt() {
   apt_dir=$1

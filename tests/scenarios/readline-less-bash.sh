@@ -64,16 +64,12 @@ for tool in apt-get dpkg-source cc make bison flock; do
   command -v "$tool" >/dev/null ||
     die "$tool not found: install it (Debian: apt-get install apt dpkg-dev build-essential bison util-linux)"
 done
-mirror=${VM_MIRROR:-http://deb.debian.org/debian}
-keyring=${VM_KEYRING:-/usr/share/keyrings/debian-archive-keyring.gpg}
-[ -r "$keyring" ] || die "the archive keyring $keyring is missing: apt-get install debian-archive-keyring (or set VM_KEYRING)"
-cache=${BASH_BUILD_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/strument-sandbox/bash}
-max_age=${VM_APT_MAX_AGE:-86400}
+# shellcheck source=../lib/private-apt.sh
+. "$here/../lib/private-apt.sh"
+private_apt_settings "${BASH_BUILD_CACHE:-}" bash
 
 builds=$cache/builds
 mkdir -p "$builds" || die "cannot create the cache in $cache (set BASH_BUILD_CACHE)"
-# shellcheck source=../lib/private-apt.sh
-. "$here/../lib/private-apt.sh"
 # Only the Sources index of main.
 private_apt "$cache/apt/$suite" "deb-src [signed-by=$keyring] $mirror $suite main"
 private_apt_update "$mirror $suite (deb-src)" "$max_age"

@@ -48,16 +48,12 @@ PATH=$PATH:/usr/sbin:/sbin
 for tool in apt-get apt-cache dpkg-deb flock xz depmod; do
   command -v "$tool" >/dev/null || die "$tool not found: install it (Debian: apt-get install apt dpkg util-linux xz-utils kmod)"
 done
-mirror=${VM_MIRROR:-http://deb.debian.org/debian}
-keyring=${VM_KEYRING:-/usr/share/keyrings/debian-archive-keyring.gpg}
-[ -r "$keyring" ] || die "the archive keyring $keyring is missing: apt-get install debian-archive-keyring (or set VM_KEYRING)"
-cache=${VM_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/strument-sandbox/vm}
-max_age=${VM_APT_MAX_AGE:-86400}
+# shellcheck source=../lib/private-apt.sh
+. "$(dirname "${BASH_SOURCE[0]}")/../lib/private-apt.sh"
+private_apt_settings "${VM_CACHE:-}" vm
 
 kernels=$cache/kernels
 mkdir -p "$kernels" || die "cannot create the cache in $cache (set VM_CACHE)"
-# shellcheck source=../lib/private-apt.sh
-. "$(dirname "${BASH_SOURCE[0]}")/../lib/private-apt.sh"
 # Only the Packages index of main: no translations, no DEP-11 metadata. One
 # fetch per suite at a time (two guests of one suite may start together).
 private_apt "$cache/apt/$suite" \
