@@ -40,11 +40,8 @@ pub const MAX_DENIALS: usize = 1000;
 
 /// What a refused system call asked to do to the file system.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-#[cfg_attr(
-    feature = "serde",
-    derive(serde::Serialize),
-    serde(rename_all = "kebab-case")
-)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
+#[cfg_attr(feature = "serde", serde(rename_all = "kebab-case"))]
 #[non_exhaustive]
 pub enum Operation {
     /// Opening an existing file for writing (or truncating it on open).
@@ -155,11 +152,8 @@ pub struct DeniedPath {
 
 /// Who refused a call, as [`Report::explain`] and the kernel's errno tell.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[cfg_attr(
-    feature = "serde",
-    derive(serde::Serialize),
-    serde(rename_all = "kebab-case")
-)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
+#[cfg_attr(feature = "serde", serde(rename_all = "kebab-case"))]
 #[non_exhaustive]
 pub enum RefusedBy {
     /// The sandbox: no root grants a path the call writes (see its
