@@ -548,14 +548,11 @@ mod tests {
     /// directory, so one swapped in since is asked anew.
     #[test]
     fn the_gitdir_asked_once_is_answered_again_for_that_directory_only() {
-        let tmp = tempfile::tempdir().expect("tempdir");
-        let base = tmp.path().canonicalize().expect("canonical");
+        let (_tmp, base) =
+            crate::testing::tree(&["main/.git/objects", "main/.git/worktrees/wt", "wt"]);
         let common = base.join("main/.git");
         let gitdir = common.join("worktrees/wt");
         let project = base.join("wt");
-        for dir in [common.join("objects"), gitdir.clone(), project.clone()] {
-            fs::create_dir_all(dir).expect("mkdir");
-        }
         fs::write(common.join("HEAD"), "ref: refs/heads/main\n").expect("HEAD");
         fs::write(gitdir.join("HEAD"), "ref: refs/heads/wt\n").expect("HEAD");
         fs::write(gitdir.join("commondir"), "../..\n").expect("commondir");
