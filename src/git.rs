@@ -504,20 +504,25 @@ mod tests {
             wt(b"[core]\nworktree = /a/b  \n[remote \"o\"]\nworktree = /c\n"),
             Some(b"/a/b".to_vec())
         );
-        // Not core.worktree: another section, a subsection, a boolean, unset.
-        assert_eq!(wt(b"[core \"x\"]\nworktree = /a\n"), None);
-        assert_eq!(wt(b"[core.x]\nworktree = /a\n"), None);
-        assert_eq!(wt(b"[submodule]\nworktree = /a\n"), None);
-        assert_eq!(wt(b"[core]\nworktree\n"), None);
-        assert_eq!(wt(b"[core]\nbare = false\n"), None);
-        assert_eq!(wt(b""), None);
-        // Files git would not parse.
-        assert_eq!(wt(b"[core]\nworktree = \"/a\n"), None);
-        assert_eq!(wt(b"[core]\nworktree = /a\\q\n"), None);
-        assert_eq!(wt(b"[core\nworktree = /a\n"), None);
-        assert_eq!(wt(b"[core]\n= /a\n"), None);
-        assert_eq!(wt(b"[core]\nworktree = /a\0\n"), None);
-        assert_eq!(wt(b"\x7fELF\x02\x01"), None);
+        let none: [&[u8]; 12] = [
+            // Not core.worktree: another section, a subsection, a boolean, unset.
+            b"[core \"x\"]\nworktree = /a\n",
+            b"[core.x]\nworktree = /a\n",
+            b"[submodule]\nworktree = /a\n",
+            b"[core]\nworktree\n",
+            b"[core]\nbare = false\n",
+            b"",
+            // Files git would not parse.
+            b"[core]\nworktree = \"/a\n",
+            b"[core]\nworktree = /a\\q\n",
+            b"[core\nworktree = /a\n",
+            b"[core]\n= /a\n",
+            b"[core]\nworktree = /a\0\n",
+            b"\x7fELF\x02\x01",
+        ];
+        for config in none {
+            assert_eq!(wt(config), None, "{}", config.escape_ascii());
+        }
     }
 
     #[test]
