@@ -224,11 +224,8 @@ mod tests {
 
     #[test]
     fn nothing_is_made_through_a_symlink() {
-        let dir = tempfile::tempdir().expect("tempdir");
-        let base = dir.path().canonicalize().expect("canonical");
+        let (_dir, base) = crate::testing::tree(&["target", "real"]);
         let target = base.join("target");
-        std::fs::create_dir(&target).expect("mkdir");
-        std::fs::create_dir(base.join("real")).expect("mkdir");
         std::os::unix::fs::symlink(&target, base.join("real/link")).expect("symlink");
         std::os::unix::fs::symlink(&target, base.join("linkdir")).expect("symlink");
         // A symlink at the name: mkdirat answers EEXIST and it is no directory.

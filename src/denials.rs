@@ -40,11 +40,8 @@ pub const MAX_DENIALS: usize = 1000;
 
 /// What a refused system call asked to do to the file system.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-#[cfg_attr(
-    feature = "serde",
-    derive(serde::Serialize),
-    serde(rename_all = "kebab-case")
-)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
+#[cfg_attr(feature = "serde", serde(rename_all = "kebab-case"))]
 #[non_exhaustive]
 pub enum Operation {
     /// Opening an existing file for writing (or truncating it on open).
@@ -155,11 +152,8 @@ pub struct DeniedPath {
 
 /// Who refused a call, as [`Report::explain`] and the kernel's errno tell.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[cfg_attr(
-    feature = "serde",
-    derive(serde::Serialize),
-    serde(rename_all = "kebab-case")
-)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
+#[cfg_attr(feature = "serde", serde(rename_all = "kebab-case"))]
 #[non_exhaustive]
 pub enum RefusedBy {
     /// The sandbox: no root grants a path the call writes (see its
@@ -746,7 +740,6 @@ pub(crate) fn status_with_denials(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::Policy;
     use std::path::Path;
 
     fn failed(call: &'static str, errno: i32, paths: &[&Path]) -> Failed {
@@ -765,18 +758,9 @@ mod tests {
 
     #[test]
     fn explain_decides_who_refused() {
-        let dir = tempfile::tempdir().expect("tempdir");
-        let base = dir.path().canonicalize().expect("canonical");
+        let (_dir, base) = crate::testing::tree(&["root", "other", "out"]);
         let (root, other, out) = (base.join("root"), base.join("other"), base.join("out"));
-        for d in [&root, &other, &out] {
-            std::fs::create_dir(d).expect("mkdir");
-        }
-        let report = Policy {
-            writable: vec![root.clone().into(), other.clone().into()],
-            ..Policy::default()
-        }
-        .check()
-        .expect("check");
+        let report = crate::testing::report_writable([&root, &other]);
         // Outside every root: the sandbox, and the smallest --allow.
         let d = judge(
             &report,
@@ -854,12 +838,7 @@ mod tests {
 
     #[test]
     fn the_same_refusal_is_counted_once_and_the_list_is_capped() {
-        let report = Policy {
-            writable: vec!["/tmp".into()],
-            ..Policy::default()
-        }
-        .check()
-        .expect("check");
+        let report = crate::testing::report_writable(["/tmp"]);
         let mut c = Collector {
             report: &report,
             abi: 7,

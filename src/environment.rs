@@ -467,17 +467,11 @@ impl serde::Serialize for Setting {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::Policy;
     use std::collections::HashMap;
     use std::ffi::OsStr;
 
     fn report(project: &Path) -> Report {
-        Policy {
-            writable: vec![crate::Root::new(project, Origin::Project)],
-            ..Policy::default()
-        }
-        .check()
-        .expect("check")
+        crate::testing::report_writable([crate::Root::new(project, Origin::Project)])
     }
 
     #[test]

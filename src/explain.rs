@@ -321,7 +321,6 @@ fn names(path: &Path) -> impl Iterator<Item = OsString> + '_ {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::Policy;
     use std::fs;
     use std::os::unix::fs::symlink;
 
@@ -331,11 +330,7 @@ mod tests {
     }
 
     fn tree() -> Tree {
-        let dir = tempfile::tempdir().expect("tempdir");
-        let base = dir.path().canonicalize().expect("canonical");
-        for d in ["root/sub", "out/deep"] {
-            fs::create_dir_all(base.join(d)).expect("mkdir");
-        }
+        let (dir, base) = crate::testing::tree(&["root/sub", "out/deep"]);
         fs::write(base.join("root/file"), "x").expect("file");
         fs::write(base.join("out/file"), "x").expect("file");
         fs::write(base.join("lock"), "").expect("lock");
@@ -347,16 +342,7 @@ mod tests {
     }
 
     fn report(t: &Tree) -> Report {
-        Policy {
-            writable: vec![
-                t.base.join("root").into(),
-                t.base.join("lock").into(),
-                t.base.join("missing").into(),
-            ],
-            ..Policy::default()
-        }
-        .check()
-        .expect("check")
+        crate::testing::report_writable(["root", "lock", "missing"].map(|r| t.base.join(r)))
     }
 
     fn granted_by(r: &Report, p: &Path) -> Option<PathBuf> {
@@ -496,12 +482,7 @@ mod tests {
 
     #[test]
     fn the_filesystem_root_and_dotdot_above_it() {
-        let r = Policy {
-            writable: vec!["/".into()],
-            ..Policy::default()
-        }
-        .check()
-        .expect("check");
+        let r = crate::testing::report_writable(["/"]);
         let e = r
             .explain("/../../etc/../no-such-dir/x".as_ref())
             .expect("explain");

@@ -504,20 +504,25 @@ mod tests {
             wt(b"[core]\nworktree = /a/b  \n[remote \"o\"]\nworktree = /c\n"),
             Some(b"/a/b".to_vec())
         );
-        // Not core.worktree: another section, a subsection, a boolean, unset.
-        assert_eq!(wt(b"[core \"x\"]\nworktree = /a\n"), None);
-        assert_eq!(wt(b"[core.x]\nworktree = /a\n"), None);
-        assert_eq!(wt(b"[submodule]\nworktree = /a\n"), None);
-        assert_eq!(wt(b"[core]\nworktree\n"), None);
-        assert_eq!(wt(b"[core]\nbare = false\n"), None);
-        assert_eq!(wt(b""), None);
-        // Files git would not parse.
-        assert_eq!(wt(b"[core]\nworktree = \"/a\n"), None);
-        assert_eq!(wt(b"[core]\nworktree = /a\\q\n"), None);
-        assert_eq!(wt(b"[core\nworktree = /a\n"), None);
-        assert_eq!(wt(b"[core]\n= /a\n"), None);
-        assert_eq!(wt(b"[core]\nworktree = /a\0\n"), None);
-        assert_eq!(wt(b"\x7fELF\x02\x01"), None);
+        let none: [&[u8]; 12] = [
+            // Not core.worktree: another section, a subsection, a boolean, unset.
+            b"[core \"x\"]\nworktree = /a\n",
+            b"[core.x]\nworktree = /a\n",
+            b"[submodule]\nworktree = /a\n",
+            b"[core]\nworktree\n",
+            b"[core]\nbare = false\n",
+            b"",
+            // Files git would not parse.
+            b"[core]\nworktree = \"/a\n",
+            b"[core]\nworktree = /a\\q\n",
+            b"[core\nworktree = /a\n",
+            b"[core]\n= /a\n",
+            b"[core]\nworktree = /a\0\n",
+            b"\x7fELF\x02\x01",
+        ];
+        for config in none {
+            assert_eq!(wt(config), None, "{}", config.escape_ascii());
+        }
     }
 
     #[test]
@@ -548,14 +553,11 @@ mod tests {
     /// directory, so one swapped in since is asked anew.
     #[test]
     fn the_gitdir_asked_once_is_answered_again_for_that_directory_only() {
-        let tmp = tempfile::tempdir().expect("tempdir");
-        let base = tmp.path().canonicalize().expect("canonical");
+        let (_tmp, base) =
+            crate::testing::tree(&["main/.git/objects", "main/.git/worktrees/wt", "wt"]);
         let common = base.join("main/.git");
         let gitdir = common.join("worktrees/wt");
         let project = base.join("wt");
-        for dir in [common.join("objects"), gitdir.clone(), project.clone()] {
-            fs::create_dir_all(dir).expect("mkdir");
-        }
         fs::write(common.join("HEAD"), "ref: refs/heads/main\n").expect("HEAD");
         fs::write(gitdir.join("HEAD"), "ref: refs/heads/wt\n").expect("HEAD");
         fs::write(gitdir.join("commondir"), "../..\n").expect("commondir");

@@ -104,6 +104,8 @@ pub mod spawn;
 #[allow(unsafe_code)]
 mod sys;
 mod terminal;
+#[cfg(test)]
+mod testing;
 mod through;
 pub mod tripwire;
 mod wait;

@@ -983,40 +983,20 @@ mod tests {
     #[test]
     fn bound_inside_is_counted_per_transport_and_address() {
         let net = LocalNet::new(LocalPort::parse("127.0.0.1:5432", PortReason::Caller).unwrap());
-        assert_eq!(
-            net.reach(a("127.0.0.1:8080"), Transport::Tcp),
-            Reach::Refused
-        );
+        let tcp = |addr| net.reach(a(addr), Transport::Tcp);
+        assert_eq!(tcp("127.0.0.1:8080"), Reach::Refused);
         net.bound(a("127.0.0.2:8080"), Transport::Tcp, None);
         net.bound(a("127.0.0.1:8080"), Transport::Udp, None);
         // Another loopback address, another transport: still refused.
-        assert_eq!(
-            net.reach(a("127.0.0.1:8080"), Transport::Tcp),
-            Reach::Refused
-        );
-        assert_eq!(
-            net.reach(a("127.0.0.2:8080"), Transport::Tcp),
-            Reach::BoundInside
-        );
+        assert_eq!(tcp("127.0.0.1:8080"), Reach::Refused);
+        assert_eq!(tcp("127.0.0.2:8080"), Reach::BoundInside);
         net.bound(a("0.0.0.0:9000"), Transport::Tcp, None);
-        assert_eq!(
-            net.reach(a("[::ffff:127.0.0.1]:9000"), Transport::Tcp),
-            Reach::BoundInside
-        );
-        assert_eq!(
-            net.reach(a("0.0.0.0:5432"), Transport::Tcp),
-            Reach::Named(PortReason::Caller)
-        );
-        assert_eq!(
-            net.reach(a("127.0.0.1:5433"), Transport::Tcp),
-            Reach::Refused
-        );
-        assert_eq!(net.reach(a("[::1]:22"), Transport::Tcp), Reach::Refused);
+        assert_eq!(tcp("[::ffff:127.0.0.1]:9000"), Reach::BoundInside);
+        assert_eq!(tcp("0.0.0.0:5432"), Reach::Named(PortReason::Caller));
+        assert_eq!(tcp("127.0.0.1:5433"), Reach::Refused);
+        assert_eq!(tcp("[::1]:22"), Reach::Refused);
         assert_eq!(net.reach(a("127.0.0.1:0"), Transport::Ping), Reach::Echo);
-        assert_eq!(
-            net.reach(a("192.0.2.200:22"), Transport::Tcp),
-            Reach::OtherHost
-        );
+        assert_eq!(tcp("192.0.2.200:22"), Reach::OtherHost);
     }
 
     #[test]

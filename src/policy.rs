@@ -784,20 +784,10 @@ mod tests {
 
     #[test]
     fn a_root_reports_what_it_resolved_to_only_when_that_differs() {
-        let dir = tempfile::tempdir().expect("tempdir");
-        let base = dir.path().canonicalize().expect("canonical");
-        std::fs::create_dir(base.join("real")).expect("mkdir");
+        let (_dir, base) = crate::testing::tree(&["real"]);
         std::os::unix::fs::symlink(base.join("real"), base.join("link")).expect("symlink");
-        let report = Policy {
-            writable: vec![
-                base.join("real").into(),
-                base.join("link").into(),
-                base.join("real/../real").into(),
-            ],
-            ..Policy::default()
-        }
-        .check()
-        .expect("absolute paths");
+        let report =
+            crate::testing::report_writable(["real", "link", "real/../real"].map(|r| base.join(r)));
         let resolved: Vec<Option<PathBuf>> =
             report.granted.iter().map(|g| g.resolved.clone()).collect();
         assert_eq!(
@@ -829,12 +819,7 @@ mod tests {
 
     #[test]
     fn duplicates_are_granted_once_and_root_is_loud() {
-        let report = Policy {
-            writable: vec!["/".into(), "/".into(), "/dev/null".into()],
-            ..Policy::default()
-        }
-        .check()
-        .expect("absolute paths");
+        let report = crate::testing::report_writable(["/", "/", "/dev/null"]);
         assert_eq!(report.granted.len(), 2);
         assert_eq!(report.granted[1].kind, RootKind::Special);
         assert_eq!(report.warnings.len(), 1);

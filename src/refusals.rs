@@ -444,12 +444,7 @@ mod tests {
             "failed `{0}/.cargo/bin/a`: EACCES\nfailed {0}/.cargo/bin/b\nopen {0}/go/bin/c: permission denied",
             h.display()
         );
-        let report = Policy {
-            writable: vec![h.join("go/bin").into()],
-            ..Policy::default()
-        }
-        .check()
-        .expect("check");
+        let report = crate::testing::report_writable([h.join("go/bin")]);
         let said = on_purpose_for(&report, output.as_bytes(), &env, Some(h));
         assert_eq!(said.len(), 1, "{said:?}");
         assert_eq!(said[0].place, h.join(".cargo/bin"));

@@ -97,13 +97,8 @@ mod tests {
 
     #[test]
     fn a_symlink_in_a_granted_directory_is_named_unless_it_leads_inside() {
-        let dir = tempfile::tempdir().expect("tempdir");
-        let base = dir.path().canonicalize().expect("canonical");
-        let tmp = base.join("tmp");
-        let bin = base.join("home/.local/bin");
-        std::fs::create_dir_all(&tmp).expect("mkdir");
-        std::fs::create_dir_all(&bin).expect("mkdir");
-        std::fs::create_dir(tmp.join("real")).expect("mkdir");
+        let (_dir, base) = crate::testing::tree(&["tmp/real", "home/.local/bin"]);
+        let (tmp, bin) = (base.join("tmp"), base.join("home/.local/bin"));
         std::os::unix::fs::symlink(&bin, tmp.join("nix-shell.1")).expect("ln");
         std::os::unix::fs::symlink(tmp.join("real"), tmp.join("inside")).expect("ln");
         std::os::unix::fs::symlink("../tmp/nix-shell.1", base.join("home/rel")).expect("ln");

@@ -207,10 +207,7 @@ impl Bench {
         require_tool("bwrap", &["--version"], "bubblewrap");
         let work = Path::new(TARGET_TMPDIR).join("bench-sandbox");
         // Only ever removes what an earlier run of this benchmark made.
-        if work.exists() {
-            fs::remove_dir_all(&work).unwrap_or_else(|e| fail(&format!("{}: {e}", work.display())));
-        }
-        fs::create_dir_all(&work).unwrap_or_else(|e| fail(&format!("{}: {e}", work.display())));
+        fresh_dir(&work);
         let stderr_log = work.join("stderr.log");
         let project = Project::new(&work.join("project"), &stderr_log);
         let exe = std::env::current_exe().expect("the benchmark's own path");
@@ -252,6 +249,19 @@ pub fn require_tool(program: &str, args: &[&str], package: &str) {
             "`{program}` not found: install the package `{package}` (apt-get install {package})"
         ));
     }
+}
+
+/// Removes the directory `dir` and everything beneath it, when it is there.
+pub fn remove_dir(dir: &Path) {
+    if dir.exists() {
+        fs::remove_dir_all(dir).unwrap_or_else(|e| fail(&format!("{}: {e}", dir.display())));
+    }
+}
+
+/// Makes `dir` an empty directory, removing what was there.
+pub fn fresh_dir(dir: &Path) {
+    remove_dir(dir);
+    fs::create_dir_all(dir).unwrap_or_else(|e| fail(&format!("{}: {e}", dir.display())));
 }
 
 pub fn copy_dir(from: &Path, to: &Path) {

@@ -238,13 +238,22 @@ pub fn measure<'v, 'a>(
 
 /// A worker's "wall-ns cpu-ns" line.
 fn parse_worker_times(stdout: &str) -> (Duration, Duration) {
+    match two_numbers(stdout) {
+        Some((wall, cpu)) => (Duration::from_nanos(wall), Duration::from_nanos(cpu)),
+        None => fail(&format!("worker printed no times: {stdout:?}")),
+    }
+}
+
+/// The two numbers a worker printed, when it printed two and nothing else
+/// that reads as a number.
+pub fn two_numbers(stdout: &str) -> Option<(u64, u64)> {
     let v: Vec<u64> = stdout
         .split_whitespace()
         .filter_map(|w| w.parse().ok())
         .collect();
     match v[..] {
-        [wall, cpu] => (Duration::from_nanos(wall), Duration::from_nanos(cpu)),
-        _ => fail(&format!("worker printed no times: {stdout:?}")),
+        [a, b] => Some((a, b)),
+        _ => None,
     }
 }
 

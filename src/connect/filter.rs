@@ -312,31 +312,12 @@ fn program(conventions: &[Numbers]) -> Vec<SockFilter> {
             To::Label(Label::FastOpen3),
             To::Label(Label::Notify),
         ),
-        Insn::At(Label::FastOpen3),
-        Insn::Op(LD_W_ABS, arg(3, false)),
-        Insn::Jump(
-            JSET_K,
-            MSG_FASTOPEN,
-            To::Label(Label::NotSupported),
-            To::Next,
-        ),
-        Insn::Op(RET_K, RET_ALLOW),
-        Insn::At(Label::SendMsg2),
-        Insn::Op(LD_W_ABS, arg(2, false)),
-        Insn::Jump(
-            JSET_K,
-            MSG_FASTOPEN,
-            To::Label(Label::NotSupported),
-            To::Label(Label::Notify),
-        ),
-        Insn::At(Label::SendMsg3),
-        Insn::Op(LD_W_ABS, arg(3, false)),
-        Insn::Jump(
-            JSET_K,
-            MSG_FASTOPEN,
-            To::Label(Label::NotSupported),
-            To::Label(Label::Notify),
-        ),
+    ]);
+    asm.extend(fast_open(Label::FastOpen3, 3, To::Next));
+    asm.push(Insn::Op(RET_K, RET_ALLOW));
+    asm.extend(fast_open(Label::SendMsg2, 2, To::Label(Label::Notify)));
+    asm.extend(fast_open(Label::SendMsg3, 3, To::Label(Label::Notify)));
+    asm.extend([
         Insn::At(Label::Notify),
         Insn::Op(RET_K, RET_USER_NOTIF),
         Insn::At(Label::Refuse),
@@ -347,6 +328,16 @@ fn program(conventions: &[Numbers]) -> Vec<SockFilter> {
         Insn::Op(RET_K, RET_ERRNO | libc::EOPNOTSUPP as u32),
     ]);
     assemble(&asm)
+}
+
+/// The block at `label` that tests the flags in argument `flags` for
+/// `MSG_FASTOPEN`: set, `EOPNOTSUPP`; clear, on to `clear`.
+fn fast_open(label: Label, flags: u32, clear: To) -> [Insn; 3] {
+    [
+        Insn::At(label),
+        Insn::Op(LD_W_ABS, arg(flags, false)),
+        Insn::Jump(JSET_K, MSG_FASTOPEN, To::Label(Label::NotSupported), clear),
+    ]
 }
 
 /// Resolves labels: each jump becomes a forward distance. The program is

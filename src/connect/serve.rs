@@ -40,7 +40,15 @@ struct Served {
     /// and arguments. It gets the first call's result instead of a second
     /// send or connect.
     performed: Mutex<HashMap<i32, Performed>>,
+    /// By pid: a pidfd of each process that is its own thread-group leader
+    /// and called here, kept so that each call costs one `pidfd_getfd`
+    /// instead of a `pidfd_open` (a pidfs file made and freed) as well.
+    processes: Mutex<HashMap<i32, Arc<OwnedFd>>>,
 }
+
+/// How many processes' pidfds a listener keeps: past it the table starts
+/// anew (a build's short-lived processes would otherwise fill it).
+const PROCESSES_KEPT: usize = 64;
 
 /// A call performed here: its number, its arguments, and where it stands.
 struct Performed {
@@ -60,6 +68,52 @@ enum Stage {
 }
 
 impl Served {
+    fn new(fd: OwnedFd) -> Served {
+        Served {
+            fd,
+            performed: Mutex::new(HashMap::new()),
+            processes: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// The descriptor `fd` of the thread `tid`, fetched with
+    /// `pidfd_getfd`, and a pidfd of its process. A pidfd kept from an
+    /// earlier call names the process it was opened for, never a later
+    /// one given the same pid: once that process has ended its
+    /// `pidfd_getfd` fails with `ESRCH`, and the pid is opened anew. Only a
+    /// thread-group leader's is kept: a pid is its process's for as long as
+    /// the process lives, while another thread's id can be taken by a
+    /// thread of another process when it ends.
+    fn fetch(&self, tid: i32, fd: i32) -> io::Result<(Arc<OwnedFd>, OwnedFd)> {
+        let kept = self
+            .processes
+            .lock()
+            .ok()
+            .and_then(|kept| kept.get(&tid).cloned());
+        if let Some(pidfd) = kept {
+            match sys::pidfd_getfd(&pidfd, fd) {
+                Err(e) if e.raw_os_error() == Some(libc::ESRCH) => {
+                    if let Ok(mut kept) = self.processes.lock() {
+                        kept.remove(&tid);
+                    }
+                }
+                other => return other.map(|socket| (pidfd, socket)),
+            }
+        }
+        let (pidfd, leader) = open_process(tid)?;
+        let pidfd = Arc::new(pidfd);
+        if leader {
+            if let Ok(mut kept) = self.processes.lock() {
+                if kept.len() >= PROCESSES_KEPT {
+                    kept.clear();
+                }
+                kept.insert(tid, Arc::clone(&pidfd));
+            }
+        }
+        let socket = sys::pidfd_getfd(&pidfd, fd)?;
+        Ok((pidfd, socket))
+    }
+
     /// Whether `notif` restarts a call performed here: answered (or, while
     /// that call still runs, left to be answered when it ends).
     fn restarted(&self, notif: &sys::Notification) -> bool {
@@ -153,10 +207,7 @@ fn answer(listener: &OwnedFd, id: u64, outcome: Outcome) -> io::Result<()> {
 /// is the pid of the confined command it belongs to.
 pub(crate) fn serve(listener: OwnedFd, command: i32, shared: Arc<Shared>) {
     sys::prefer_sync_wake_up(&listener);
-    let served = Arc::new(Served {
-        fd: listener,
-        performed: Mutex::new(HashMap::new()),
-    });
+    let served = Arc::new(Served::new(listener));
     loop {
         match sys::wait_notification(&served.fd) {
             Ok(sys::Ready::Notification) => {}
@@ -186,7 +237,7 @@ fn handle(served: &Arc<Served>, notif: &sys::Notification, command: i32, shared:
     if served.restarted(notif) {
         return;
     }
-    match prepare(&served.fd, notif, call, command, shared) {
+    match prepare(served, notif, call, command, shared) {
         Ok(Some(work)) => work.run(served, *notif, shared),
         Ok(None) => {}
         Err(errno) => {
@@ -434,20 +485,27 @@ fn own_control(
 /// checks the thread is still waiting, and decides. `Ok(None)`: the thread
 /// is gone, nothing to answer.
 fn prepare(
-    listener: &OwnedFd,
+    served: &Served,
     notif: &sys::Notification,
     call: Call,
     command: i32,
     shared: &Shared,
 ) -> Result<Option<Work>, i32> {
+    let listener = &served.fd;
     let tid = notif.pid as i32;
     let args = notif.data.args;
+    let fetched = served.fetch(tid, args[0] as i32);
     let (reads, flags) = match call {
         // A unix socket's bind is the kernel's, under the command's own
         // Landlock rules (continue_bind); a port is bound here, on the
         // command's socket, and learnt as bound inside.
-        Call::Bind if !binds_port(notif) => {
-            continue_bind(listener, notif, shared);
+        Call::Bind if !fetched.as_ref().is_ok_and(|(_, socket)| binds_port(socket)) => {
+            continue_bind(
+                listener,
+                notif,
+                fetched.ok().map(|(_, socket)| socket),
+                shared,
+            );
             return Ok(None);
         }
         Call::Bind | Call::Connect => (Vec::new(), 0),
@@ -457,8 +515,7 @@ fn prepare(
         Call::Bind | Call::Connect => Some(read_address(tid, args[1], args[2])?),
         _ => None,
     };
-    let pidfd = open_process(tid).map_err(|e| errno_of(&e))?;
-    let socket = sys::pidfd_getfd(&pidfd, args[0] as i32).map_err(|e| errno_of(&e))?;
+    let (pidfd, socket) = fetched.map_err(|e| errno_of(&e))?;
     let mut work = Work {
         call,
         socket,
@@ -727,27 +784,26 @@ fn judge(
 /// `/proc/net/unix` show the path it passed.
 /// Whether the `bind` notified binds a TCP or UDP port: its socket's
 /// protocol, which the command cannot change, not the address it passed.
-fn binds_port(notif: &sys::Notification) -> bool {
-    open_process(notif.pid as i32)
-        .and_then(|pidfd| sys::pidfd_getfd(&pidfd, notif.data.args[0] as i32))
-        .is_ok_and(|socket| {
-            matches!(
-                sys::socket_protocol(socket.as_fd()),
-                Ok(libc::IPPROTO_TCP | libc::IPPROTO_UDP)
-            )
-        })
+fn binds_port(socket: &OwnedFd) -> bool {
+    matches!(
+        sys::socket_protocol(socket.as_fd()),
+        Ok(libc::IPPROTO_TCP | libc::IPPROTO_UDP)
+    )
 }
 
-fn continue_bind(listener: &OwnedFd, notif: &sys::Notification, shared: &Shared) {
-    let tid = notif.pid as i32;
-    // A socket that cannot be fetched (a non-dumpable process) is bound
-    // all the same, and not recorded as bound inside.
-    let socket =
-        open_process(tid).and_then(|pidfd| sys::pidfd_getfd(&pidfd, notif.data.args[0] as i32));
+/// `socket`: the thread's socket, or `None` where it cannot be fetched (a
+/// non-dumpable process): bound all the same, and not recorded as bound
+/// inside.
+fn continue_bind(
+    listener: &OwnedFd,
+    notif: &sys::Notification,
+    socket: Option<OwnedFd>,
+    shared: &Shared,
+) {
     if !sys::still_waiting(listener, notif.id) {
         return;
     }
-    if let Ok(socket) = socket {
+    if let Some(socket) = socket {
         shared.note_bind(socket.as_fd());
     }
     let _ = sys::answer_continue(listener, notif.id);
@@ -928,17 +984,17 @@ fn read_exactly(tid: i32, at: u64, buf: &mut [u8]) -> Result<(), i32> {
     }
 }
 
-/// A pidfd for the process thread `tid` belongs to: `pidfd_open` takes
-/// only a thread-group leader (another thread: `EINVAL`, from Linux 6.9
-/// `ENOENT`).
-fn open_process(tid: i32) -> io::Result<OwnedFd> {
+/// A pidfd for the process thread `tid` belongs to, and whether `tid` is
+/// that process's leader: `pidfd_open` takes only a thread-group leader
+/// (another thread: `EINVAL`, from Linux 6.9 `ENOENT`).
+fn open_process(tid: i32) -> io::Result<(OwnedFd, bool)> {
     match sys::pidfd_open(tid) {
         Err(e) if matches!(e.raw_os_error(), Some(libc::EINVAL | libc::ENOENT)) => {
             let status = std::fs::read_to_string(format!("/proc/{tid}/status"))?;
             let tgid = tgid_in(&status).ok_or_else(|| io::Error::from_raw_os_error(libc::ESRCH))?;
-            sys::pidfd_open(tgid)
+            Ok((sys::pidfd_open(tgid)?, false))
         }
-        other => other,
+        other => other.map(|pidfd| (pidfd, true)),
     }
 }
 
@@ -1093,13 +1149,33 @@ mod tests {
     }
 
     #[test]
+    fn a_process_s_pidfd_is_kept_while_it_lives_and_never_serves_once_it_ended() {
+        let served = Served::new(OwnedFd::from(File::open("/dev/null").expect("/dev/null")));
+        let mut child = std::process::Command::new("sleep")
+            .arg("60")
+            .stdin(std::process::Stdio::null())
+            .spawn()
+            .expect("spawn sleep");
+        let pid = child.id() as i32;
+        let (first, _) = served.fetch(pid, 0).expect("the child's standard input");
+        let (second, _) = served.fetch(pid, 0).expect("again");
+        assert!(Arc::ptr_eq(&first, &second), "the kept pidfd is used again");
+        child.kill().expect("kill");
+        child.wait().expect("wait");
+        // The kept pidfd names the ended process: it fetches nothing, and
+        // is dropped rather than tried again.
+        assert!(served.fetch(pid, 0).is_err());
+        assert!(!served.processes.lock().expect("lock").contains_key(&pid));
+        // Granted beside it: this process's own descriptor is fetched.
+        let me = std::process::id() as i32;
+        assert!(served.fetch(me, served.fd.as_raw_fd()).is_ok());
+    }
+
+    #[test]
     fn a_restarted_call_gets_the_first_call_s_result_and_another_call_does_not() {
         // Answers on this descriptor fail, as for a thread gone from its wait.
         let fd = OwnedFd::from(File::open("/dev/null").expect("open /dev/null"));
-        let served = Served {
-            fd,
-            performed: Mutex::new(HashMap::new()),
-        };
+        let served = Served::new(fd);
         let first = notification(7, 1, 46, 3);
         // Running on a thread of its own: a restart waits for it.
         served.running(&first);

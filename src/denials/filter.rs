@@ -111,72 +111,19 @@ const fn call(
 }
 
 /// The `*at` forms, which every architecture has.
+#[rustfmt::skip]
 macro_rules! at_calls {
     () => {
         [
-            call(
-                libc::SYS_openat,
-                "openat",
-                Operation::Write,
-                &[at(0, 1)],
-                Flags::Open(2),
-            ),
-            call(
-                libc::SYS_openat2,
-                "openat2",
-                Operation::Write,
-                &[at(0, 1)],
-                Flags::OpenHow(2),
-            ),
-            call(
-                libc::SYS_mkdirat,
-                "mkdirat",
-                Operation::MakeDir,
-                &[at(0, 1)],
-                Flags::None,
-            ),
-            call(
-                libc::SYS_mknodat,
-                "mknodat",
-                Operation::MakeNode,
-                &[at(0, 1)],
-                Flags::None,
-            ),
-            call(
-                libc::SYS_unlinkat,
-                "unlinkat",
-                Operation::Remove,
-                &[at(0, 1)],
-                Flags::Unlink(2),
-            ),
-            call(
-                libc::SYS_renameat2,
-                "renameat2",
-                Operation::Rename,
-                &[at(0, 1), at(2, 3)],
-                Flags::None,
-            ),
-            call(
-                libc::SYS_linkat,
-                "linkat",
-                Operation::Link,
-                &[at(0, 1), at(2, 3)],
-                Flags::None,
-            ),
-            call(
-                libc::SYS_symlinkat,
-                "symlinkat",
-                Operation::Symlink,
-                &[at(1, 2)],
-                Flags::None,
-            ),
-            call(
-                libc::SYS_truncate,
-                "truncate",
-                Operation::Truncate,
-                &[cwd(0)],
-                Flags::None,
-            ),
+            call(libc::SYS_openat, "openat", Operation::Write, &[at(0, 1)], Flags::Open(2)),
+            call(libc::SYS_openat2, "openat2", Operation::Write, &[at(0, 1)], Flags::OpenHow(2)),
+            call(libc::SYS_mkdirat, "mkdirat", Operation::MakeDir, &[at(0, 1)], Flags::None),
+            call(libc::SYS_mknodat, "mknodat", Operation::MakeNode, &[at(0, 1)], Flags::None),
+            call(libc::SYS_unlinkat, "unlinkat", Operation::Remove, &[at(0, 1)], Flags::Unlink(2)),
+            call(libc::SYS_renameat2, "renameat2", Operation::Rename, &[at(0, 1), at(2, 3)], Flags::None),
+            call(libc::SYS_linkat, "linkat", Operation::Link, &[at(0, 1), at(2, 3)], Flags::None),
+            call(libc::SYS_symlinkat, "symlinkat", Operation::Symlink, &[at(1, 2)], Flags::None),
+            call(libc::SYS_truncate, "truncate", Operation::Truncate, &[cwd(0)], Flags::None),
         ]
     };
 }

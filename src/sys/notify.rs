@@ -30,6 +30,15 @@ fn cvt(ret: libc::c_long) -> io::Result<libc::c_long> {
     }
 }
 
+/// A byte count (`ssize_t`), or the errno.
+fn cvt_len(ret: isize) -> io::Result<usize> {
+    if ret < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(ret as usize)
+    }
+}
+
 /// Installs `program` with `SECCOMP_FILTER_FLAG_NEW_LISTENER` and returns
 /// the listener's raw descriptor, or the errno. With `all_threads`, on
 /// every thread: TSYNC and NEW_LISTENER together need `TSYNC_ESRCH`
@@ -336,25 +345,52 @@ pub(crate) fn pidfd_getfd(pidfd: &OwnedFd, fd: i32) -> io::Result<OwnedFd> {
 /// Reads `buf.len()` bytes at `addr` in thread `tid`'s memory; returns how
 /// many were read.
 pub(crate) fn read_memory(tid: i32, addr: u64, buf: &mut [u8]) -> io::Result<usize> {
-    if buf.is_empty() {
+    copy_memory(tid, addr, Local::Into(buf))
+}
+
+/// Our side of a copy to or from another process's memory.
+enum Local<'a> {
+    /// The buffer read into.
+    Into(&'a mut [u8]),
+    /// The bytes written.
+    From(&'a [u8]),
+}
+
+/// `process_vm_readv` or `process_vm_writev` of one buffer, at `addr` in
+/// thread `tid`'s memory; returns how many bytes were copied.
+fn copy_memory(tid: i32, addr: u64, local: Local<'_>) -> io::Result<usize> {
+    let len = match &local {
+        Local::Into(buf) => buf.len(),
+        Local::From(buf) => buf.len(),
+    };
+    if len == 0 {
         return Ok(0);
     }
-    let local = libc::iovec {
-        iov_base: buf.as_mut_ptr().cast(),
-        iov_len: buf.len(),
-    };
     let remote = libc::iovec {
         iov_base: addr as usize as *mut libc::c_void,
-        iov_len: buf.len(),
+        iov_len: len,
     };
-    // SAFETY: `local` is our writable buffer; `remote` is only read by the
-    // kernel, in the other process, with its permission checks.
-    let n = unsafe { libc::process_vm_readv(tid, &raw const local, 1, &raw const remote, 1, 0) };
-    if n < 0 {
-        Err(io::Error::last_os_error())
-    } else {
-        Ok(n as usize)
-    }
+    let n = match local {
+        Local::Into(buf) => {
+            let local = libc::iovec {
+                iov_base: buf.as_mut_ptr().cast(),
+                iov_len: len,
+            };
+            // SAFETY: `local` is our writable buffer; `remote` is only read
+            // by the kernel, in the other process, with its permission checks.
+            unsafe { libc::process_vm_readv(tid, &raw const local, 1, &raw const remote, 1, 0) }
+        }
+        Local::From(buf) => {
+            let local = libc::iovec {
+                iov_base: buf.as_ptr().cast_mut().cast(),
+                iov_len: len,
+            };
+            // SAFETY: `local` is only read by the kernel; `remote` is written
+            // in the other process, with its permission checks.
+            unsafe { libc::process_vm_writev(tid, &raw const local, 1, &raw const remote, 1, 0) }
+        }
+    };
+    cvt_len(n)
 }
 
 /// A socket address as bytes, handed to the kernel unchanged.
@@ -414,11 +450,7 @@ pub(crate) fn sendto(
             )
         }
     });
-    if ret < 0 {
-        Err(io::Error::last_os_error())
-    } else {
-        Ok(ret as usize)
-    }
+    cvt_len(ret)
 }
 
 /// `SO_TYPE` of a socket: `SOCK_STREAM`, `SOCK_DGRAM`, `SOCK_SEQPACKET`.
@@ -716,25 +748,7 @@ pub(crate) fn local_address(fd: BorrowedFd<'_>) -> io::Result<Vec<u8>> {
 /// Writes `buf` at `addr` in thread `tid`'s memory; returns how many bytes
 /// were written.
 pub(crate) fn write_memory(tid: i32, addr: u64, buf: &[u8]) -> io::Result<usize> {
-    if buf.is_empty() {
-        return Ok(0);
-    }
-    let local = libc::iovec {
-        iov_base: buf.as_ptr().cast_mut().cast(),
-        iov_len: buf.len(),
-    };
-    let remote = libc::iovec {
-        iov_base: addr as usize as *mut libc::c_void,
-        iov_len: buf.len(),
-    };
-    // SAFETY: `local` is only read by the kernel; `remote` is written in the
-    // other process, with its permission checks.
-    let n = unsafe { libc::process_vm_writev(tid, &raw const local, 1, &raw const remote, 1, 0) };
-    if n < 0 {
-        Err(io::Error::last_os_error())
-    } else {
-        Ok(n as usize)
-    }
+    copy_memory(tid, addr, Local::From(buf))
 }
 
 /// `sendmsg(fd)` of one buffer, an optional address and control messages
@@ -771,11 +785,7 @@ pub(crate) fn sendmsg(
         Some(addr) => with_addr(addr, send),
         None => send(std::ptr::null(), 0),
     };
-    if ret < 0 {
-        Err(io::Error::last_os_error())
-    } else {
-        Ok(ret as usize)
-    }
+    cvt_len(ret)
 }
 
 /// `SO_DOMAIN` of a socket: `AF_UNIX`, `AF_INET`, `AF_INET6`, …

@@ -9,7 +9,7 @@ use std::process::Command;
 use crate::cases::{AGAINST_BARE, against_bare};
 use crate::config::Config;
 use crate::perf::share_text;
-use crate::project::{Bench, copy_dir, require_tool};
+use crate::project::{Bench, copy_dir, fresh_dir, remove_dir, require_tool};
 use crate::report::Section;
 use crate::runner::{Variant, measure};
 use crate::stats::{Stats, median_cpu, paired_ratio, ratio};
@@ -65,12 +65,7 @@ pub fn cargo(bench: &Bench, config: &Config) -> Section {
     if !fetch(true) && !fetch(false) {
         fail("cargo fetch of benches/fixtures/cargo-deps failed");
     }
-    let clean = || {
-        if target_dir.exists() {
-            fs::remove_dir_all(&target_dir)
-                .unwrap_or_else(|e| fail(&format!("{}: {e}", target_dir.display())));
-        }
-    };
+    let clean = || remove_dir(&target_dir);
     measure_build(
         bench,
         config,
@@ -94,19 +89,12 @@ pub fn go(bench: &Bench, config: &Config) -> Section {
     let cache = bench.project.dir.join("gocache");
     let env = |mut cmd: Command| {
         cmd.env("GOCACHE", &cache)
-            .env("GOFLAGS", "-count=1")
             .env("GOPROXY", "off")
             .env("GOTOOLCHAIN", "local")
             .current_dir(&module);
         cmd
     };
-    let clean = || {
-        if cache.exists() {
-            fs::remove_dir_all(&cache)
-                .unwrap_or_else(|e| fail(&format!("{}: {e}", cache.display())));
-        }
-        fs::create_dir(&cache).unwrap_or_else(|e| fail(&format!("{}: {e}", cache.display())));
-    };
+    let clean = || fresh_dir(&cache);
     measure_build(
         bench,
         config,
@@ -114,7 +102,7 @@ pub fn go(bench: &Bench, config: &Config) -> Section {
             label: "go test",
             what: "cold-cache `go test`",
             program: Path::new("go"),
-            args: &["test", "./..."],
+            args: &["test", "-count=1", "./..."],
             env: &env,
             clean: &clean,
             target: 1.02,
@@ -139,12 +127,7 @@ pub fn pip(bench: &Bench, config: &Config) -> Section {
             .current_dir(&dir);
         cmd
     };
-    let clean = || {
-        if target.exists() {
-            fs::remove_dir_all(&target)
-                .unwrap_or_else(|e| fail(&format!("{}: {e}", target.display())));
-        }
-    };
+    let clean = || remove_dir(&target);
     const ARGS: &[&str] = &[
         "-m",
         "pip",
@@ -205,19 +188,11 @@ pub fn npm(bench: &Bench, config: &Config) -> Section {
     )
     .unwrap_or_else(|e| fail(&format!("{}: {e}", dir.display())));
     let env = |mut cmd: Command| {
-        cmd.env("npm_config_cache", &cache)
-            .env("npm_config_audit", "false")
-            .env("npm_config_fund", "false")
-            .env("npm_config_update_notifier", "false")
-            .current_dir(&dir);
+        cmd.env("npm_config_cache", &cache).current_dir(&dir);
         cmd
     };
     let clean = || {
-        let modules = dir.join("node_modules");
-        if modules.exists() {
-            fs::remove_dir_all(&modules)
-                .unwrap_or_else(|e| fail(&format!("{}: {e}", modules.display())));
-        }
+        remove_dir(&dir.join("node_modules"));
         let lock = dir.join("package-lock.json");
         if lock.exists() {
             fs::remove_file(&lock).unwrap_or_else(|e| fail(&format!("{}: {e}", lock.display())));
@@ -227,6 +202,10 @@ pub fn npm(bench: &Bench, config: &Config) -> Section {
         "install",
         "--no-save",
         "--silent",
+        // No requests beyond the install's own.
+        "--no-audit",
+        "--no-fund",
+        "--no-update-notifier",
         "is-number@7.0.0",
         "is-odd@3.0.1",
         "semver@7.6.3",

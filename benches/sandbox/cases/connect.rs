@@ -8,19 +8,13 @@ use crate::config::Config;
 use crate::fail;
 use crate::project::{Bench, Project};
 use crate::report::Section;
+use crate::runner::two_numbers;
 use crate::stats::dur;
 
 /// The workload's own numbers: median and 90th percentile of one connect
 /// and echo, in nanoseconds.
 fn parse(stdout: &str) -> (u64, u64) {
-    let v: Vec<u64> = stdout
-        .split_whitespace()
-        .filter_map(|w| w.parse().ok())
-        .collect();
-    match v[..] {
-        [median, p90] => (median, p90),
-        _ => fail(&format!("bad connect worker output {stdout:?}")),
-    }
+    two_numbers(stdout).unwrap_or_else(|| fail(&format!("bad connect worker output {stdout:?}")))
 }
 
 pub fn run(bench: &Bench, config: &Config) -> Section {

@@ -8,7 +8,7 @@ use crate::cases::{AGAINST_BARE, against_bare};
 use crate::config::Config;
 use crate::fail;
 use crate::perf::share_text;
-use crate::project::{Bench, Project};
+use crate::project::{Bench, Project, fresh_dir};
 use crate::report::Section;
 use crate::runner::{Variant, measure};
 use crate::stats::{Stats, median_cpu, paired_ratio, ratio, signed_dur};
@@ -65,13 +65,7 @@ pub fn run(bench: &Bench, config: &Config) -> Section {
             .self_timed(),
             Variant::new("bwrap", "`bwrap`", || project.bwrap(&bench.exe, &args)).self_timed(),
         ];
-        let clean = || {
-            if dir.exists() {
-                fs::remove_dir_all(&dir)
-                    .unwrap_or_else(|e| fail(&format!("{}: {e}", dir.display())));
-            }
-            fs::create_dir(&dir).unwrap_or_else(|e| fail(&format!("{}: {e}", dir.display())));
-        };
+        let clean = || fresh_dir(&dir);
         let measured = measure(
             &format!("files at depth {depth}"),
             &variants,
