@@ -32,6 +32,7 @@ mod cases;
 mod config;
 mod perf;
 mod project;
+mod registry;
 mod report;
 mod runner;
 mod stats;

@@ -139,23 +139,16 @@ impl Project {
 
     /// `strument-sandbox run --project P -- cmd…`
     pub fn sandboxed(&self, program: &Path, args: &[&str]) -> Command {
-        let mut cmd = Command::new(BIN);
-        cmd.args(["run", "--project"])
-            .arg(&self.dir)
-            .arg("--")
-            .arg(program)
-            .args(args)
-            .current_dir(&self.dir);
-        cmd
+        self.sandboxed_with(&[], program, args)
     }
 
-    /// `strument-sandbox run --project P --explain-denials -- cmd…`: traced,
-    /// each refused write judged.
-    pub fn sandboxed_explaining(&self, program: &Path, args: &[&str]) -> Command {
+    /// `strument-sandbox run --project P FLAGS… -- cmd…`.
+    pub fn sandboxed_with(&self, flags: &[String], program: &Path, args: &[&str]) -> Command {
         let mut cmd = Command::new(BIN);
         cmd.args(["run", "--project"])
             .arg(&self.dir)
-            .args(["--explain-denials", "--"])
+            .args(flags)
+            .arg("--")
             .arg(program)
             .args(args)
             .current_dir(&self.dir);

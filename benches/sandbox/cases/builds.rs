@@ -10,6 +10,7 @@ use crate::cases::{AGAINST_BARE, against_bare};
 use crate::config::Config;
 use crate::perf::share_text;
 use crate::project::{Bench, copy_dir, fresh_dir, remove_dir, require_tool};
+use crate::registry::Registry;
 use crate::report::Section;
 use crate::runner::{Variant, measure};
 use crate::stats::{Stats, median_cpu, paired_ratio, ratio};
@@ -33,7 +34,9 @@ struct Build<'a> {
     label: &'static str,
     what: &'static str,
     program: &'a Path,
-    args: &'static [&'static str],
+    args: &'a [&'a str],
+    /// `run`'s own flags, for both sandboxed variants.
+    run_flags: &'a [String],
     env: &'a dyn Fn(Command) -> Command,
     clean: &'a dyn Fn(),
     /// The ratio to bare `run` should stay within.
@@ -74,6 +77,7 @@ pub fn cargo(bench: &Bench, config: &Config) -> Section {
             what: "clean `cargo build` (11 crates)",
             program: Path::new("cargo"),
             args: &["build", "--offline", "--locked", "-q"],
+            run_flags: &[],
             env: &env,
             clean: &clean,
             target: 1.02,
@@ -103,6 +107,7 @@ pub fn go(bench: &Bench, config: &Config) -> Section {
             what: "cold-cache `go test`",
             program: Path::new("go"),
             args: &["test", "-count=1", "./..."],
+            run_flags: &[],
             env: &env,
             clean: &clean,
             target: 1.02,
@@ -142,6 +147,7 @@ pub fn pip(bench: &Bench, config: &Config) -> Section {
         "packaging==24.1",
         "attrs==24.2.0",
     ];
+    let pins = &ARGS[ARGS.len() - 5..];
     // A virtual environment's own python: a version manager's shim (pyenv)
     // would rehash its shims after an install, which the sandbox refuses.
     let venv = dir.join("venv");
@@ -154,24 +160,91 @@ pub fn pip(bench: &Bench, config: &Config) -> Section {
         fail("python3 -m venv failed (Debian: apt-get install python3-venv)");
     }
     let python = venv.join("bin/python");
-    // Fill the cache once, outside the measurement.
-    let warmed = env(Command::new(&python)).args(ARGS).status();
-    if !warmed.is_ok_and(|s| s.success()) {
-        fail("pip install from PyPI failed (is pypi.org reachable?)");
-    }
-    measure_build(
+    let internet = warmed_then_measured(
         bench,
         config,
+        "pip install from PyPI failed (is pypi.org reachable?)",
         &Build {
             label: "pip install",
             what: "`pip install` of 5 packages from PyPI",
             program: &python,
             args: ARGS,
+            run_flags: &[],
             env: &env,
             clean: &clean,
             target: 1.03,
         },
-    )
+    );
+    // The same packages from a registry on this machine (PEP 503's simple
+    // index), downloaded each run: pip's cache off.
+    let root = dir.join("registry");
+    fresh_dir(&root);
+    let files = root.join("files");
+    let downloaded = env(Command::new(&python))
+        .args(["-m", "pip", "download", "-q", "--no-deps", "-d"])
+        .arg(&files)
+        .args(pins)
+        .status();
+    if !downloaded.is_ok_and(|s| s.success()) {
+        fail("pip download from PyPI failed (is pypi.org reachable?)");
+    }
+    simple_index(&files, &root.join("simple"));
+    let registry = Registry::serve(root);
+    let index = registry.url("simple/");
+    let mut here: Vec<&str> = vec![
+        "-m",
+        "pip",
+        "install",
+        "-q",
+        "--no-compile",
+        "--no-cache-dir",
+        "--index-url",
+        &index,
+        "--target",
+        "target",
+    ];
+    here.extend(pins);
+    let build = Build {
+        label: "pip install (registry here)",
+        what: "`pip install` of the same 5 from a registry on 127.0.0.1",
+        program: &python,
+        args: &here,
+        run_flags: &[],
+        env: &env,
+        clean: &clean,
+        target: 1.03,
+    };
+    joined(internet, measured_here(bench, config, &registry, 5, build))
+}
+
+/// `simple/NAME/index.html` for each distribution in `files`, linking
+/// `/files/FILE` (PEP 503; the name normalised as it asks).
+fn simple_index(files: &Path, simple: &Path) {
+    let entries =
+        fs::read_dir(files).unwrap_or_else(|e| fail(&format!("{}: {e}", files.display())));
+    for entry in entries.flatten() {
+        let file = entry.file_name().to_string_lossy().into_owned();
+        let name = file
+            .split('-')
+            .next()
+            .unwrap_or_default()
+            .to_lowercase()
+            .replace(['_', '.'], "-");
+        let page = simple.join(&name);
+        fs::create_dir_all(&page).unwrap_or_else(|e| fail(&format!("{}: {e}", page.display())));
+        fs::write(
+            page.join("index.html"),
+            format!("<!DOCTYPE html>\n<a href=\"/files/{file}\">{file}</a>\n"),
+        )
+        .unwrap_or_else(|e| fail(&format!("{}: {e}", page.display())));
+    }
+}
+
+/// One section of two measurements of the same work.
+fn joined(mut first: Section, second: Section) -> Section {
+    first.blocks.extend(second.blocks);
+    first.targets.extend(second.targets);
+    first
 }
 
 /// `npm install` of three pinned packages from npm's registry into a
@@ -211,23 +284,175 @@ pub fn npm(bench: &Bench, config: &Config) -> Section {
         "semver@7.6.3",
     ];
     clean();
-    let warmed = env(Command::new("npm")).args(ARGS).status();
-    if !warmed.is_ok_and(|s| s.success()) {
-        fail("npm install from the registry failed (is registry.npmjs.org reachable?)");
-    }
-    measure_build(
+    let internet = warmed_then_measured(
         bench,
         config,
+        "npm install from the registry failed (is registry.npmjs.org reachable?)",
         &Build {
             label: "npm install",
             what: "`npm install` of 3 packages from the registry",
             program: Path::new("npm"),
             args: ARGS,
+            run_flags: &[],
             env: &env,
             clean: &clean,
             target: 1.02,
         },
+    );
+    joined(internet, npm_here(bench, config, &ARGS[ARGS.len() - 3..]))
+}
+
+/// `npm ci` of `specs` (NAME@VERSION) from a registry on this machine: a
+/// lock file made once against npm's registry, its tarballs fetched once
+/// and served where its `resolved` URLs point (npm puts the registry given
+/// in place of registry.npmjs.org), npm's cache emptied before each run so
+/// that every tarball is downloaded.
+fn npm_here(bench: &Bench, config: &Config, specs: &[&str]) -> Section {
+    let dir = bench.project.dir.join("npm-here");
+    fresh_dir(&dir);
+    let cache = dir.join("cache");
+    let dependencies: Vec<String> = specs
+        .iter()
+        .filter_map(|spec| spec.rsplit_once('@'))
+        .map(|(name, version)| format!("\"{name}\":\"{version}\""))
+        .collect();
+    fs::write(
+        dir.join("package.json"),
+        format!(
+            "{{\"name\":\"bench\",\"version\":\"1.0.0\",\"dependencies\":{{{}}}}}\n",
+            dependencies.join(",")
+        ),
     )
+    .unwrap_or_else(|e| fail(&format!("{}: {e}", dir.display())));
+    let npm = |cache: &Path| {
+        let mut cmd = Command::new("npm");
+        cmd.env("npm_config_cache", cache)
+            .args([
+                "--no-audit",
+                "--no-fund",
+                "--no-update-notifier",
+                "--silent",
+            ])
+            .current_dir(&dir);
+        cmd
+    };
+    let warm = bench.project.dir.join("npm-install/cache");
+    let locked = npm(&warm)
+        .args([
+            "install",
+            "--package-lock-only",
+            // A user's npmrc may leave the URLs out (this machine's does).
+            "--omit-lockfile-registry-resolved=false",
+        ])
+        .status();
+    if !locked.is_ok_and(|s| s.success()) {
+        fail("npm install --package-lock-only failed (is registry.npmjs.org reachable?)");
+    }
+    let lock = fs::read_to_string(dir.join("package-lock.json"))
+        .unwrap_or_else(|e| fail(&format!("package-lock.json: {e}")));
+    let root = dir.join("registry");
+    for path in lock
+        .split("\"resolved\": \"https://registry.npmjs.org/")
+        .skip(1)
+        .filter_map(|rest| rest.split('"').next())
+    {
+        // NAME/-/BASENAME-VERSION.tgz
+        let Some((name, file)) = path.split_once("/-/") else {
+            fail(&format!("unexpected tarball URL {path}"));
+        };
+        let base = name.rsplit('/').next().unwrap_or(name);
+        let version = file
+            .strip_prefix(&format!("{base}-"))
+            .and_then(|v| v.strip_suffix(".tgz"))
+            .unwrap_or_else(|| fail(&format!("unexpected tarball name {file}")));
+        let at = root.join(name).join("-");
+        let packed = dir.join("packed");
+        fresh_dir(&packed);
+        let ok = npm(&warm)
+            .args(["pack", &format!("{name}@{version}"), "--pack-destination"])
+            .arg(&packed)
+            .status();
+        let made = fs::read_dir(&packed)
+            .ok()
+            .and_then(|mut d| d.next())
+            .and_then(Result::ok);
+        match (ok, made) {
+            (Ok(s), Some(made)) if s.success() => {
+                fs::create_dir_all(&at).unwrap_or_else(|e| fail(&format!("{}: {e}", at.display())));
+                fs::rename(made.path(), at.join(file))
+                    .unwrap_or_else(|e| fail(&format!("{}: {e}", at.display())));
+            }
+            _ => fail(&format!("npm pack {name}@{version} failed")),
+        }
+    }
+    let registry = Registry::serve(root);
+    let url = registry.url("");
+    let args = [
+        "ci",
+        "--registry",
+        &url,
+        "--no-audit",
+        "--no-fund",
+        "--no-update-notifier",
+        "--silent",
+    ];
+    let env = |mut cmd: Command| {
+        cmd.env("npm_config_cache", &cache).current_dir(&dir);
+        cmd
+    };
+    let clean = || {
+        remove_dir(&dir.join("node_modules"));
+        remove_dir(&cache);
+    };
+    let build = Build {
+        label: "npm ci (registry here)",
+        what: "`npm ci` of the same 3 (4 packages) from a registry on 127.0.0.1",
+        program: Path::new("npm"),
+        args: &args,
+        run_flags: &[],
+        env: &env,
+        clean: &clean,
+        target: 1.02,
+    };
+    measured_here(bench, config, &registry, 4, build)
+}
+
+/// Measures a build that installs `files` files from `registry`, which
+/// the sandboxed variants may reach, and stops unless every measured run
+/// downloaded them.
+fn measured_here(
+    bench: &Bench,
+    config: &Config,
+    registry: &Registry,
+    files: usize,
+    build: Build<'_>,
+) -> Section {
+    let flags = registry.allow_connect();
+    let build = Build {
+        run_flags: &flags,
+        ..build
+    };
+    let section = measure_build(bench, config, &build);
+    // Three variants, each run downloading every file.
+    registry.served_at_least(3 * config.heavy_runs * files, build.label);
+    section
+}
+
+/// Runs the build once, bare and unmeasured, to fill the tool's cache
+/// (stopping with `failure` when it fails), then measures it.
+fn warmed_then_measured(
+    bench: &Bench,
+    config: &Config,
+    failure: &str,
+    build: &Build<'_>,
+) -> Section {
+    let warmed = (build.env)(Command::new(build.program))
+        .args(build.args)
+        .status();
+    if !warmed.is_ok_and(|s| s.success()) {
+        fail(failure);
+    }
+    measure_build(bench, config, build)
 }
 
 /// Measures the build bare, under `strument-sandbox run`, and under `run
@@ -239,10 +464,15 @@ fn measure_build(bench: &Bench, config: &Config, build: &Build<'_>) -> Section {
             (build.env)(bench.project.bare(program, build.args))
         }),
         Variant::new("run", "`strument-sandbox run`", || {
-            (build.env)(bench.project.sandboxed(program, build.args))
+            (build.env)(
+                bench
+                    .project
+                    .sandboxed_with(build.run_flags, program, build.args),
+            )
         }),
         Variant::new("explain", "`run --explain-denials`", || {
-            (build.env)(bench.project.sandboxed_explaining(program, build.args))
+            let flags = [build.run_flags, &["--explain-denials".into()]].concat();
+            (build.env)(bench.project.sandboxed_with(&flags, program, build.args))
         }),
     ];
     let measured = measure(
