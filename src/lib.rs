@@ -78,6 +78,7 @@
 
 pub mod abi;
 pub(crate) mod beneath;
+mod bpf;
 pub mod connect;
 pub mod denials;
 pub mod environment;

@@ -14,6 +14,8 @@
 
 use std::sync::Arc;
 
+use crate::bpf::{Asm, Calls, Label, To};
+
 /// One classic BPF instruction, `struct sock_filter` of `<linux/filter.h>`.
 #[repr(C)]
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -42,7 +44,7 @@ impl SockFilter {
 pub(crate) const LD_W_ABS: u16 = 0x20; // BPF_LD (0) | BPF_W (0) | BPF_ABS (0x20)
 pub(crate) const JEQ_K: u16 = 0x05 | 0x10; // BPF_JMP | BPF_JEQ | BPF_K
 pub(crate) const RET_K: u16 = 0x06; // BPF_RET | BPF_K
-const JA: u16 = 0x05; // BPF_JMP | BPF_JA
+pub(crate) const JA: u16 = 0x05; // BPF_JMP | BPF_JA
 
 // <linux/seccomp.h>
 pub(crate) const RET_KILL_PROCESS: u32 = 0x8000_0000;
@@ -104,7 +106,7 @@ impl TerminalFilter {
     /// system-call numbers this crate does not know.
     pub(crate) fn new() -> Option<TerminalFilter> {
         Some(TerminalFilter {
-            program: program(conventions()?).into(),
+            program: program(conventions()?)?.into(),
         })
     }
 
@@ -112,26 +114,117 @@ impl TerminalFilter {
     pub(crate) fn instructions(&self) -> &[SockFilter] {
         &self.program
     }
+}
 
-    /// This program with `then` run wherever it would allow: one filter,
-    /// installed by one `seccomp` call and run once a system call, doing
-    /// what the two installed one after the other do. The kernel runs every
-    /// filter and takes the strictest answer; this program answers only
-    /// allow, `EPERM` (for `ioctl` with `TIOCSTI` or `TIOCLINUX`, which
-    /// `then` does not mediate) and kill (an architecture it does not know,
-    /// which `then` could only kill too), so running `then` only where this
-    /// one allows changes no answer. Each `ret ALLOW` becomes a jump to
-    /// `then`'s first instruction; every other instruction, its own jumps
-    /// included, stays where it was.
-    pub(crate) fn followed_by(&self, then: &[SockFilter]) -> Vec<SockFilter> {
-        let len = self.program.len();
-        let mut out: Vec<SockFilter> = self
-            .program
+/// The calls this filter checks, as [`Asm::dispatch`] takes them: per
+/// architecture, each `ioctl` number going to `ioctl`; `None` on an
+/// architecture whose numbers this crate does not know. The connect
+/// supervisor's program dispatches these with its own calls, so that a
+/// call is dispatched once.
+pub(crate) fn ioctl_calls(ioctl: Label) -> Option<Calls> {
+    Some(
+        conventions()?
+            .iter()
+            .map(|(arch, numbers)| (*arch, numbers.iter().map(|n| (*n, ioctl)).collect()))
+            .collect(),
+    )
+}
+
+/// The check at `ioctl`, for an `ioctl` call: its request `TIOCSTI` or
+/// `TIOCLINUX` goes to `refuse`, any other to `allow`.
+pub(crate) fn check_ioctl(asm: &mut Asm, ioctl: Label, allow: Label, refuse: Label) {
+    asm.at(ioctl);
+    asm.op(LD_W_ABS, ARG1_LOW);
+    asm.jump(JEQ_K, TIOCSTI, To::Label(refuse), To::Next);
+    asm.jump(JEQ_K, TIOCLINUX, To::Label(refuse), To::Label(allow));
+}
+
+/// Lays the program out:
+///
+/// ```text
+///     <dispatch: each ioctl number to check, any other call to allow>
+/// check:  ld args[1];  jeq TIOCSTI ? deny : next;  jeq TIOCLINUX ? deny : allow
+/// allow:  ret ALLOW
+/// deny:   ret ERRNO(EPERM)
+/// ```
+fn program(conventions: &[(u32, &[u32])]) -> Option<Vec<SockFilter>> {
+    let mut asm = Asm::default();
+    let (check, allow, deny) = (asm.label(), asm.label(), asm.label());
+    let table: Calls = conventions
+        .iter()
+        .map(|(arch, numbers)| (*arch, numbers.iter().map(|n| (*n, check)).collect()))
+        .collect();
+    asm.dispatch(&table, allow);
+    check_ioctl(&mut asm, check, allow, deny);
+    asm.at(allow);
+    asm.ret(RET_ALLOW);
+    asm.at(deny);
+    asm.ret(RET_ERRNO | libc::EPERM as u32);
+    asm.finish()
+}
+
+/// The programs as they were laid out before the search tree (a `jeq` per
+/// call, in a chain), kept as the reference the tree must answer like for
+/// every number.
+#[cfg(test)]
+pub(crate) mod linear {
+    use super::*;
+
+    fn stmt(code: u16, k: u32) -> SockFilter {
+        SockFilter::new(code, 0, 0, k)
+    }
+
+    fn jeq(k: u32, jt: u8, jf: u8) -> SockFilter {
+        SockFilter::new(JEQ_K, jt, jf, k)
+    }
+
+    /// ```text
+    ///     ld arch
+    ///     for each convention:  jeq ARCH ? next : skip;  ld nr;  jeq IOCTL_n ? check : next…;  ret ALLOW
+    ///     ret KILL_PROCESS                         (an architecture not listed)
+    /// check:
+    ///     ld args[1];  jeq TIOCSTI ? deny : next;  jeq TIOCLINUX ? deny : next;  ret ALLOW
+    /// deny:
+    ///     ret ERRNO(EPERM)
+    /// ```
+    pub(crate) fn terminal() -> Vec<SockFilter> {
+        let conventions = conventions().expect("a supported architecture");
+        let jump = |d: usize| u8::try_from(d).unwrap();
+        let mut out = vec![stmt(LD_W_ABS, ARCH)];
+        let mut to_check: Vec<usize> = Vec::new();
+        for (arch, numbers) in conventions {
+            let block = 1 + numbers.len() + 1;
+            out.push(jeq(*arch, 0, jump(block)));
+            out.push(stmt(LD_W_ABS, NR));
+            for n in *numbers {
+                to_check.push(out.len());
+                out.push(jeq(*n, 0, 0));
+            }
+            out.push(stmt(RET_K, RET_ALLOW));
+        }
+        out.push(stmt(RET_K, RET_KILL_PROCESS));
+        let check = out.len();
+        for at in to_check {
+            out[at].jt = jump(check - at - 1);
+        }
+        out.push(stmt(LD_W_ABS, ARG1_LOW));
+        out.push(jeq(TIOCSTI, 2, 0));
+        out.push(jeq(TIOCLINUX, 1, 0));
+        out.push(stmt(RET_K, RET_ALLOW));
+        out.push(stmt(RET_K, RET_ERRNO | libc::EPERM as u32));
+        out
+    }
+
+    /// `first` with `then` run wherever it would allow, as the two were
+    /// installed as one program: each `ret ALLOW` became a jump to `then`.
+    pub(crate) fn followed_by(first: &[SockFilter], then: &[SockFilter]) -> Vec<SockFilter> {
+        let len = first.len();
+        let mut out: Vec<SockFilter> = first
             .iter()
             .enumerate()
             .map(|(at, ins)| {
                 if ins.code == RET_K && ins.k == RET_ALLOW {
-                    stmt(JA, u32::try_from(len - at - 1).unwrap_or(u32::MAX))
+                    stmt(JA, u32::try_from(len - at - 1).unwrap())
                 } else {
                     *ins
                 }
@@ -142,103 +235,26 @@ impl TerminalFilter {
     }
 }
 
-fn stmt(code: u16, k: u32) -> SockFilter {
-    SockFilter {
-        code,
-        jt: 0,
-        jf: 0,
-        k,
-    }
-}
-
-fn jeq(k: u32, jt: u8, jf: u8) -> SockFilter {
-    SockFilter {
-        code: JEQ_K,
-        jt,
-        jf,
-        k,
-    }
-}
-
-/// Lays the program out:
-///
-/// ```text
-///     ld arch
-///     for each convention:  jeq ARCH ? next : skip;  ld nr;  jeq IOCTL_n ? check : next…;  ret ALLOW
-///     ret KILL_PROCESS                         (an architecture not listed)
-/// check:
-///     ld args[1];  jeq TIOCSTI ? deny : next;  jeq TIOCLINUX ? deny : next;  ret ALLOW
-/// deny:
-///     ret ERRNO(EPERM)
-/// ```
-fn program(conventions: &[(u32, &[u32])]) -> Vec<SockFilter> {
-    let mut out = vec![stmt(LD_W_ABS, ARCH)];
-    // Jumps to `check` are patched once its position is known.
-    let mut to_check: Vec<usize> = Vec::new();
-    for (arch, numbers) in conventions {
-        // jeq arch, then ld nr, the number tests and ret ALLOW follow.
-        let block = 1 + numbers.len() + 1;
-        out.push(jeq(*arch, 0, jump(block)));
-        out.push(stmt(LD_W_ABS, NR));
-        for n in *numbers {
-            to_check.push(out.len());
-            out.push(jeq(*n, 0, 0));
-        }
-        out.push(stmt(RET_K, RET_ALLOW));
-    }
-    out.push(stmt(RET_K, RET_KILL_PROCESS));
-    let check = out.len();
-    for at in to_check {
-        out[at].jt = jump(check - at - 1);
-    }
-    out.push(stmt(LD_W_ABS, ARG1_LOW));
-    out.push(jeq(TIOCSTI, 2, 0));
-    out.push(jeq(TIOCLINUX, 1, 0));
-    out.push(stmt(RET_K, RET_ALLOW));
-    out.push(stmt(RET_K, RET_ERRNO | libc::EPERM as u32));
-    out
-}
-
-/// A forward jump distance; the program is a few dozen instructions, far
-/// below the 255 a classic BPF jump can span.
-fn jump(distance: usize) -> u8 {
-    u8::try_from(distance).unwrap_or(u8::MAX)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    /// A classic BPF interpreter for the opcodes the program uses (and `ja`,
-    /// which `followed_by` adds).
-    fn run(program: &[SockFilter], nr: u32, arch: u32, arg1: u64) -> u32 {
-        let mut data = [0u8; 64];
-        data[0..4].copy_from_slice(&nr.to_ne_bytes());
-        data[4..8].copy_from_slice(&arch.to_ne_bytes());
-        data[24..32].copy_from_slice(&arg1.to_ne_bytes());
-        let (mut pc, mut acc) = (0usize, 0u32);
-        loop {
-            let i = program[pc];
-            match i.code {
-                LD_W_ABS => {
-                    let at = i.k as usize;
-                    acc = u32::from_ne_bytes(data[at..at + 4].try_into().unwrap());
-                    pc += 1;
-                }
-                JEQ_K => pc += 1 + usize::from(if acc == i.k { i.jt } else { i.jf }),
-                JA => pc += 1 + i.k as usize,
-                RET_K => return i.k,
-                other => panic!("unexpected opcode {other:#x}"),
-            }
-        }
-    }
+    use crate::bpf;
 
     const DENY: u32 = RET_ERRNO | libc::EPERM as u32;
+
+    fn run(program: &[SockFilter], nr: u32, arch: u32, arg1: u64) -> u32 {
+        bpf::run(program, nr, arch, [0, arg1, 0, 0, 0, 0]).0
+    }
+
+    fn program() -> Vec<SockFilter> {
+        let p = TerminalFilter::new().expect("a supported architecture");
+        p.instructions().to_vec()
+    }
 
     #[test]
     fn tiocsti_and_tioclinux_are_refused_in_every_convention() {
         let table = conventions().expect("a supported architecture");
-        let p = program(table);
+        let p = program();
         for (arch, numbers) in table {
             for n in *numbers {
                 assert_eq!(run(&p, *n, *arch, TIOCSTI.into()), DENY, "{arch:#x} {n}");
@@ -257,45 +273,49 @@ mod tests {
     }
 
     #[test]
-    fn followed_by_runs_the_second_program_exactly_where_the_first_allows() {
-        // A second program that answers something recognisable.
-        const THEN: u32 = RET_ERRNO | 99;
-        let first = TerminalFilter::new().expect("a supported architecture");
-        let both = first.followed_by(&[stmt(RET_K, THEN)]);
-        let alone = first.instructions();
-        assert_eq!(both.len(), alone.len() + 1);
-        let table = conventions().expect("a supported architecture");
-        let mut cases = vec![(16, 0x1234, 0)];
-        for (arch, numbers) in table {
-            for n in numbers.iter().copied().chain([1, 59]) {
-                for arg in [u64::from(TIOCSTI), u64::from(TIOCLINUX), 0x5401, 0x5413, 0] {
-                    cases.push((n, *arch, arg));
+    fn every_number_of_every_convention_gets_the_linear_programs_answer() {
+        let (p, reference) = (program(), linear::terminal());
+        let mut arches: Vec<u32> = conventions()
+            .expect("a supported architecture")
+            .iter()
+            .map(|(arch, _)| *arch)
+            .collect();
+        arches.push(0x1234);
+        let requests = [
+            u64::from(TIOCSTI),
+            u64::from(TIOCLINUX),
+            0xffff_0000_0000_5412,
+            0x5401,
+            0,
+        ];
+        let mut refused = 0;
+        for arch in arches {
+            for nr in (0..1024).chain(X32..X32 + 1024) {
+                for arg in requests {
+                    let answer = run(&p, nr, arch, arg);
+                    assert_eq!(
+                        answer,
+                        run(&reference, nr, arch, arg),
+                        "{arch:#x} {nr} {arg:#x}"
+                    );
+                    refused += usize::from(answer == DENY);
                 }
             }
         }
-        for (nr, arch, arg) in cases {
-            let expected = match run(alone, nr, arch, arg) {
-                RET_ALLOW => THEN,
-                refused => refused,
-            };
-            assert_eq!(
-                run(&both, nr, arch, arg),
-                expected,
-                "{nr} {arch:#x} {arg:#x}"
-            );
-        }
-        // Granted beside refused: the first program alone allows a plain call.
-        assert_eq!(run(alone, 1, table[0].0, 0), RET_ALLOW);
-        assert_eq!(run(&both, 1, table[0].0, 0), THEN);
+        // Granted beside refused: both answers were met.
+        assert!(refused > 0);
+        assert_eq!(run(&p, 1, conventions().unwrap()[0].0, 0), RET_ALLOW);
     }
 
     #[test]
     fn every_jump_lands_inside_the_program() {
-        let p = TerminalFilter::new().expect("a supported architecture");
-        let p = p.instructions();
+        let p = program();
         for (at, i) in p.iter().enumerate() {
-            if i.code == JEQ_K {
-                assert!(at + 1 + usize::from(i.jt.max(i.jf)) < p.len());
+            let (code, jt, jf, k) = i.parts();
+            if code == JA {
+                assert!(at + 1 + (k as usize) < p.len());
+            } else if code != RET_K && code != LD_W_ABS {
+                assert!(at + 1 + usize::from(jt.max(jf)) < p.len());
             }
         }
         assert_eq!(p.last().map(|i| i.k), Some(DENY));

@@ -59,7 +59,7 @@ pub(crate) use rules::Rules;
 use crate::local_net::{self, Listener, Transport};
 use crate::services::ServiceKind;
 use crate::sys;
-use crate::terminal::{SockFilter, TerminalFilter};
+use crate::terminal::SockFilter;
 
 /// Where a refused connection was going.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -328,8 +328,8 @@ pub(crate) struct ChildHook {
 }
 
 impl ChildHook {
-    /// The seccomp program: the terminal filter followed by the
-    /// supervisor's (see `TerminalFilter::followed_by`), installed as one.
+    /// The seccomp program: the supervisor's, which makes the terminal
+    /// filter's checks too (see `filter::program`).
     pub(crate) fn program(&self) -> &[SockFilter] {
         &self.program
     }
@@ -345,7 +345,7 @@ impl ChildHook {
 /// process starts no thread, and a thread serving each listener until no
 /// process uses it.
 pub(crate) struct Supervisor {
-    /// The terminal filter and the supervisor's, as one program.
+    /// The supervisor's filter, the terminal filter's checks included.
     program: Arc<[SockFilter]>,
     shared: Arc<Shared>,
     /// The sending end of the listeners' socket once the thread runs, or
@@ -360,13 +360,13 @@ impl fmt::Debug for Supervisor {
 }
 
 impl Supervisor {
-    /// A supervisor deciding by `rules`, whose children install `terminal`
-    /// and its filter as one program; no thread runs yet.
+    /// A supervisor deciding by `rules`, whose children install its filter
+    /// (the terminal filter's checks included); no thread runs yet.
     ///
     /// # Errors
     ///
     /// When the architecture has no filter.
-    pub(crate) fn new(rules: Rules, terminal: &TerminalFilter) -> io::Result<Supervisor> {
+    pub(crate) fn new(rules: Rules) -> io::Result<Supervisor> {
         let filter = NotifyFilter::new().ok_or_else(|| {
             io::Error::new(
                 io::ErrorKind::Unsupported,
@@ -393,7 +393,7 @@ impl Supervisor {
                 )
             })?;
         Ok(Supervisor {
-            program: terminal.followed_by(filter.instructions()).into(),
+            program: filter.instructions().into(),
             shared: Arc::new(Shared {
                 rules,
                 bound: Mutex::new(Bound::default()),

@@ -57,7 +57,7 @@ impl From<RestrictError> for io::Error {
 /// ioctls, and the caller still refuses.
 ///
 /// With `connect`, the connect supervisor's program goes on instead, which
-/// begins with the terminal filter (`TerminalFilter::followed_by`): one
+/// makes the terminal filter's checks too (`connect::filter`): one
 /// filter, one `seccomp` call; its listener is sent to the supervisor and
 /// closed here: from then on every `connect` and `bind` waits for the
 /// supervisor's answer.
@@ -109,7 +109,7 @@ pub(crate) fn restrict_self_raw(
     set_no_new_privs().map_err(|e| RestrictStep::Landlock(errno(e)))?;
     let all_threads = flags & RESTRICT_SELF_TSYNC != 0;
     match connect {
-        // The supervisor's program begins with the terminal filter: one
+        // The supervisor's program makes the terminal filter's checks: one
         // filter, one `seccomp` call.
         Some((program, sender)) => {
             let listener =
