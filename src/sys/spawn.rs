@@ -61,10 +61,12 @@ pub(crate) struct Plan<'a> {
     pub(crate) hook: Option<&'a (dyn Fn() -> c_int + Sync)>,
 }
 
-/// The block shared with the child: the plan, and the errno it leaves when
-/// it cannot exec.
+/// The block shared with the child: the plan, the signals the caller
+/// handles (see [`reset_signal_handlers`]), and the errno it leaves when it
+/// cannot exec.
 struct Shared<'a, 'b> {
     plan: &'b mut Plan<'a>,
+    caught: Option<u64>,
     errno: AtomicI32,
 }
 
@@ -89,6 +91,7 @@ pub(crate) fn spawn(plan: &mut Plan<'_>) -> io::Result<libc::pid_t> {
     let stack = Stack::new()?;
     let mut shared = Shared {
         plan,
+        caught: caught_signals(),
         errno: AtomicI32::new(0),
     };
     // Blocked for the child's first instructions: a handler of the caller's
@@ -206,7 +209,7 @@ extern "C" fn child(arg: *mut c_void) -> c_int {
     // SAFETY: `arg` is the `Shared` the caller passed to clone, alive and
     // not touched by the suspended caller until this child execs or exits.
     let shared = unsafe { &mut *arg.cast::<Shared<'_, '_>>() };
-    let errno = prepare_and_exec(shared.plan);
+    let errno = prepare_and_exec(shared.plan, shared.caught);
     shared.errno.store(errno, Ordering::Release);
     // SAFETY: _exit ends this process at once, running nothing of the
     // caller's (no atexit handlers, no buffered output flushed twice).
@@ -214,8 +217,8 @@ extern "C" fn child(arg: *mut c_void) -> c_int {
 }
 
 /// The child's work; returns the errno that stopped it.
-fn prepare_and_exec(plan: &mut Plan<'_>) -> c_int {
-    reset_signal_handlers();
+fn prepare_and_exec(plan: &mut Plan<'_>, caught: Option<u64>) -> c_int {
+    reset_signal_handlers(caught);
     let empty = empty_signal_set();
     // SAFETY: `empty` is a valid set; this task's mask only.
     unsafe { libc::sigprocmask(libc::SIG_SETMASK, &raw const empty, std::ptr::null_mut()) };
@@ -283,19 +286,27 @@ fn exec_first(plan: &mut Plan<'_>) -> c_int {
 /// Rust runtime ignores it; a command expects it to kill). Ignored ones stay
 /// ignored, as across `execve`. Signals glibc keeps for itself (32, 33) are
 /// sent only to the caller's threads, never to this task.
-fn reset_signal_handlers() {
+///
+/// `caught` is which signals have a handler, read by the caller from its
+/// `/proc/thread-self/status` just before `clone` ([`caught_signals`]):
+/// one read there instead of a `sigaction` a signal here, the 64 of which
+/// were a tenth of a confined child's set-up (here, in a new process,
+/// procfs would first build the new pid's entries, dearer than the 64
+/// calls). Without it (no `/proc`, a line it cannot parse) each signal is
+/// asked. The race this accepts: a handler another thread of the caller
+/// installs between that read and the `clone` stays in the child until
+/// `execve`, and a signal sent to the child in that window (its set-up, a
+/// fraction of a millisecond) would run it on the caller's memory.
+fn reset_signal_handlers(caught: Option<u64>) {
     let last = libc::SIGRTMAX();
     for signal in 1..=last {
         if signal == libc::SIGKILL || signal == libc::SIGSTOP {
             continue;
         }
-        // SAFETY: sigaction is plain data, valid when zeroed.
-        let mut old: libc::sigaction = unsafe { std::mem::zeroed() };
-        // SAFETY: reading the disposition into a valid struct.
-        if unsafe { libc::sigaction(signal, std::ptr::null(), &raw mut old) } != 0 {
-            continue;
-        }
-        let handled = old.sa_sigaction != libc::SIG_DFL && old.sa_sigaction != libc::SIG_IGN;
+        let handled = match caught {
+            Some(mask) if signal <= 64 => mask & (1 << (signal - 1)) != 0,
+            _ => has_handler(signal),
+        };
         if handled || signal == libc::SIGPIPE {
             // SAFETY: zeroed is SIG_DFL with no flags and an empty mask.
             let default: libc::sigaction = unsafe { std::mem::zeroed() };
@@ -304,6 +315,63 @@ fn reset_signal_handlers() {
             unsafe { libc::sigaction(signal, &raw const default, std::ptr::null_mut()) };
         }
     }
+}
+
+/// Whether `signal` has a handler (neither `SIG_DFL` nor `SIG_IGN`).
+fn has_handler(signal: c_int) -> bool {
+    // SAFETY: sigaction is plain data, valid when zeroed.
+    let mut old: libc::sigaction = unsafe { std::mem::zeroed() };
+    // SAFETY: reading the disposition into a valid struct.
+    if unsafe { libc::sigaction(signal, std::ptr::null(), &raw mut old) } != 0 {
+        return false;
+    }
+    old.sa_sigaction != libc::SIG_DFL && old.sa_sigaction != libc::SIG_IGN
+}
+
+/// The signals this process has a handler for, bit `n - 1` for signal `n`,
+/// from `SigCgt` of `/proc/thread-self/status` (the handlers are the
+/// process's, whichever thread reads); read into a buffer on the stack.
+/// `None` when it cannot be read or parsed.
+fn caught_signals() -> Option<u64> {
+    let mut buf = [0u8; 4096];
+    // SAFETY: a NUL-terminated path; the descriptor is closed below.
+    let fd = unsafe {
+        libc::open(
+            c"/proc/thread-self/status".as_ptr(),
+            libc::O_RDONLY | libc::O_CLOEXEC,
+        )
+    };
+    if fd < 0 {
+        return None;
+    }
+    let mut len = 0;
+    while len < buf.len() {
+        let rest = &mut buf[len..];
+        // SAFETY: `rest` is writable for its length.
+        let n = unsafe { libc::read(fd, rest.as_mut_ptr().cast(), rest.len()) };
+        match usize::try_from(n) {
+            Ok(0) | Err(_) => break,
+            Ok(n) => len += n,
+        }
+    }
+    // SAFETY: the descriptor opened above, used by nothing else.
+    unsafe { libc::close(fd) };
+    sig_cgt(buf.get(..len)?)
+}
+
+/// The `SigCgt:` mask of a `status` file's text: at most 16 hex digits.
+fn sig_cgt(status: &[u8]) -> Option<u64> {
+    const KEY: &[u8] = b"\nSigCgt:\t";
+    let at = status.windows(KEY.len()).position(|w| w == KEY)? + KEY.len();
+    let digits = status.get(at..)?;
+    let digits = &digits[..digits.iter().position(|b| *b == b'\n')?];
+    if digits.is_empty() || digits.len() > 16 {
+        return None;
+    }
+    digits.iter().try_fold(0u64, |mask, b| {
+        let digit = char::from(*b).to_digit(16)?;
+        Some(mask << 4 | u64::from(digit))
+    })
 }
 
 fn empty_signal_set() -> libc::sigset_t {
@@ -339,5 +407,57 @@ pub(crate) fn wait_pid(pid: libc::pid_t, block: bool) -> io::Result<Option<c_int
         if err.raw_os_error() != Some(libc::EINTR) {
             return Err(err);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    extern "C" fn on_signal(_: c_int) {}
+
+    #[test]
+    fn the_caught_signals_read_from_proc_are_those_sigaction_reports() {
+        let usr1 = 1u64 << (libc::SIGUSR1 - 1);
+        let usr2 = 1u64 << (libc::SIGUSR2 - 1);
+        // SAFETY: zeroed is an empty mask and no flags; the handler does nothing.
+        unsafe {
+            let mut handle: libc::sigaction = std::mem::zeroed();
+            handle.sa_sigaction = on_signal as extern "C" fn(c_int) as libc::sighandler_t;
+            libc::sigaction(libc::SIGUSR1, &raw const handle, std::ptr::null_mut());
+            let mut ignore: libc::sigaction = std::mem::zeroed();
+            ignore.sa_sigaction = libc::SIG_IGN;
+            libc::sigaction(libc::SIGUSR2, &raw const ignore, std::ptr::null_mut());
+        }
+        let caught = caught_signals().expect("/proc/thread-self/status has SigCgt");
+        // glibc refuses `sigaction` on the signals it keeps (32, 33), and
+        // so would leave them as they are in the child either way.
+        let reserved = |signal: c_int| {
+            // SAFETY: reading the disposition into a valid struct.
+            unsafe {
+                let mut old: libc::sigaction = std::mem::zeroed();
+                libc::sigaction(signal, std::ptr::null(), &raw mut old) != 0
+            }
+        };
+        for signal in 1..=libc::SIGRTMAX() {
+            if signal != libc::SIGKILL && signal != libc::SIGSTOP && !reserved(signal) {
+                let bit = caught & (1 << (signal - 1)) != 0;
+                assert_eq!(bit, has_handler(signal), "signal {signal}");
+            }
+        }
+        // Handled beside ignored: only the first is caught.
+        assert_ne!(caught & usr1, 0);
+        assert_eq!(caught & usr2, 0);
+    }
+
+    #[test]
+    fn sig_cgt_reads_the_mask_and_refuses_what_it_cannot_parse() {
+        let status =
+            b"Name:\tx\nSigIgn:\t0000000000001000\nSigCgt:\t0000000180004a02\nCapInh:\t0\n";
+        assert_eq!(sig_cgt(status), Some(0x1_8000_4a02));
+        assert_eq!(sig_cgt(b"SigCgt:\t00000000000000ff\n"), None); // not after a line
+        assert_eq!(sig_cgt(b"x\nSigCgt:\t00000000000000fg\n"), None);
+        assert_eq!(sig_cgt(b"x\nSigCgt:\t00000000000000000\n"), None); // 17 digits
+        assert_eq!(sig_cgt(b"x\nSigCgt:\t0000000000000001"), None); // cut short
     }
 }
