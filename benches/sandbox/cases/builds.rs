@@ -378,6 +378,8 @@ fn npm_here(bench: &Bench, config: &Config, specs: &[&str]) -> Section {
         let ok = npm(&warm)
             .args(["pack", &format!("{name}@{version}"), "--pack-destination"])
             .arg(&packed)
+            // It prints the tarball's name, where this prints the document.
+            .stdout(std::process::Stdio::null())
             .status();
         let made = fs::read_dir(&packed)
             .ok()
