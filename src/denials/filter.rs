@@ -345,7 +345,11 @@ mod tests {
             let args = [0, 0, flags as u64, 0, 0, 0];
             assert_eq!(run(&p, arch, openat, args), RET_TRACE, "{flags:#o}");
         }
-        for c in CALLS.iter().filter(|c| !matches!(c.flags, Flags::Open(_))) {
+        // Every other call stops whatever its arguments: named here, not
+        // read from the table's flags, so a call given an open's flags by
+        // mistake (and so let through without a write flag) fails.
+        let by_flags = ["open", "openat"];
+        for c in CALLS.iter().filter(|c| !by_flags.contains(&c.name)) {
             assert_eq!(run(&p, arch, c.nr, [0; 6]), RET_TRACE, "{}", c.name);
         }
         // Reading, writing to a descriptor, and another convention pass.
