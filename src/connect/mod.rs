@@ -447,7 +447,7 @@ impl Supervisor {
             .name("strument-connect-child".into())
             .spawn(move || {
                 if let Ok(Some((listener, command))) = sys::recv_listener(&ours) {
-                    serve::serve(listener, command, shared);
+                    serve::serve(serve::served(listener), command, shared);
                 }
             })?;
         Ok(ChildHook {
@@ -473,7 +473,7 @@ impl Supervisor {
         // for the helper to be scheduled.
         sys::fork_helper(&theirs, move |socket| {
             if let Ok(Some((listener, command))) = sys::recv_listener(&socket) {
-                serve::serve(listener, command, shared);
+                serve::serve(serve::served(listener), command, shared);
             }
         })?;
         drop(theirs);
@@ -508,10 +508,17 @@ impl Supervisor {
 /// thread of its own, so a call that waits stalls no other command.
 fn accept(receiver: &OwnedFd, shared: &Arc<Shared>) {
     while let Ok(Some((listener, command))) = sys::recv_listener(receiver) {
+        let served = serve::served(listener);
+        // The child waits before `exec` for its listener to be served (a
+        // notified `connect(-1)`, see `sys::send_listener`): answered
+        // here, so that it does not wait for a thread to start as well.
+        if !serve::serve_one(&served, command, shared) {
+            continue;
+        }
         let shared = Arc::clone(shared);
         let started = std::thread::Builder::new()
             .name(format!("strument-connect-{command}"))
-            .spawn(move || serve::serve(listener, command, shared));
+            .spawn(move || serve::serve(served, command, shared));
         // Without a thread the listener is dropped: the command's
         // notified calls then fail with ENOSYS, never pass unchecked.
         drop(started);

@@ -30,7 +30,7 @@ const MAX_SEND: usize = 1 << 20;
 
 /// One listener, and the calls it performs or performed whose answer may
 /// find the thread gone from its wait.
-struct Served {
+pub(crate) struct Served {
     fd: OwnedFd,
     /// By thread: a call (number and arguments) performed here, and where
     /// it stands. A signal that interrupts a thread after its call was
@@ -203,22 +203,30 @@ fn answer(listener: &OwnedFd, id: u64, outcome: Outcome) -> io::Result<()> {
     }
 }
 
-/// Serves `listener` until no process uses its filter any more. `command`
-/// is the pid of the confined command it belongs to.
-pub(crate) fn serve(listener: OwnedFd, command: i32, shared: Arc<Shared>) {
+/// `listener`, ready to serve.
+pub(crate) fn served(listener: OwnedFd) -> Arc<Served> {
     sys::prefer_sync_wake_up(&listener);
-    let served = Arc::new(Served::new(listener));
-    loop {
-        match sys::wait_notification(&served.fd) {
-            Ok(sys::Ready::Notification) => {}
-            Ok(sys::Ready::Gone) | Err(_) => return,
-        }
-        let Ok(notif) = sys::recv_notification(&served.fd) else {
-            // ENOENT: the thread went away between poll and receive.
-            continue;
-        };
-        handle(&served, &notif, command, &shared);
+    Arc::new(Served::new(listener))
+}
+
+/// Serves the listener until no process uses its filter any more.
+/// `command` is the pid of the confined command it belongs to.
+pub(crate) fn serve(served: Arc<Served>, command: i32, shared: Arc<Shared>) {
+    while serve_one(&served, command, &shared) {}
+}
+
+/// Waits for one notification and answers it; `false` once no process
+/// uses the filter any more.
+pub(crate) fn serve_one(served: &Arc<Served>, command: i32, shared: &Arc<Shared>) -> bool {
+    match sys::wait_notification(&served.fd) {
+        Ok(sys::Ready::Notification) => {}
+        Ok(sys::Ready::Gone) | Err(_) => return false,
     }
+    // ENOENT: the thread went away between poll and receive.
+    if let Ok(notif) = sys::recv_notification(&served.fd) {
+        handle(served, &notif, command, shared);
+    }
+    true
 }
 
 /// The answer to one call: a value, or an errno.
