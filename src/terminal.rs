@@ -310,14 +310,7 @@ mod tests {
     #[test]
     fn every_jump_lands_inside_the_program() {
         let p = program();
-        for (at, i) in p.iter().enumerate() {
-            let (code, jt, jf, k) = i.parts();
-            if code == JA {
-                assert!(at + 1 + (k as usize) < p.len());
-            } else if code != RET_K && code != LD_W_ABS {
-                assert!(at + 1 + usize::from(jt.max(jf)) < p.len());
-            }
-        }
+        crate::bpf::assert_jumps_inside(&p);
         assert_eq!(p.last().map(|i| i.k), Some(DENY));
     }
 }

@@ -246,6 +246,17 @@ struct Labels {
 }
 
 impl Labels {
+    fn new(asm: &mut Asm) -> Labels {
+        Labels {
+            notify: asm.label(),
+            refuse: asm.label(),
+            no_such_call: asm.label(),
+            send_to: asm.label(),
+            send_msg_2: asm.label(),
+            send_msg_3: asm.label(),
+        }
+    }
+
     fn of(&self, action: Action) -> Label {
         match action {
             Action::Notify => self.notify,
@@ -274,16 +285,8 @@ impl Labels {
 /// ```
 fn program(conventions: &[Numbers]) -> Option<Vec<SockFilter>> {
     let mut asm = Asm::default();
-    let (ioctl, allow, not_supported, fast_open_3) =
-        (asm.label(), asm.label(), asm.label(), asm.label());
-    let labels = Labels {
-        notify: asm.label(),
-        refuse: asm.label(),
-        no_such_call: asm.label(),
-        send_to: asm.label(),
-        send_msg_2: asm.label(),
-        send_msg_3: asm.label(),
-    };
+    let (ioctl, allow) = (asm.label(), asm.label());
+    let labels = Labels::new(&mut asm);
     let mut table = terminal::ioctl_calls(ioctl)?;
     for n in conventions {
         let calls = actions(n)
@@ -296,14 +299,23 @@ fn program(conventions: &[Numbers]) -> Option<Vec<SockFilter>> {
     }
     asm.dispatch(&table, allow);
     terminal::check_ioctl(&mut asm, ioctl, allow, labels.refuse);
+    arguments_and_answers(&mut asm, &labels, allow);
+    asm.finish()
+}
+
+/// What follows the dispatch: the blocks that look at a call's arguments
+/// (`send_to`, `send_msg_2`, `send_msg_3` and the `MSG_FASTOPEN` tests),
+/// then each label's answer.
+fn arguments_and_answers(asm: &mut Asm, labels: &Labels, allow: Label) {
+    let (not_supported, fast_open_3) = (asm.label(), asm.label());
     asm.at(labels.send_to);
     asm.op(LD_W_ABS, arg(4, false));
     asm.jump(JEQ_K, 0, To::Next, To::Label(labels.notify));
     asm.op(LD_W_ABS, arg(4, true));
     asm.jump(JEQ_K, 0, To::Label(fast_open_3), To::Label(labels.notify));
-    fast_open(&mut asm, fast_open_3, 3, not_supported, allow);
-    fast_open(&mut asm, labels.send_msg_2, 2, not_supported, labels.notify);
-    fast_open(&mut asm, labels.send_msg_3, 3, not_supported, labels.notify);
+    fast_open(asm, fast_open_3, 3, not_supported, allow);
+    fast_open(asm, labels.send_msg_2, 2, not_supported, labels.notify);
+    fast_open(asm, labels.send_msg_3, 3, not_supported, labels.notify);
     for (label, answer) in [
         (allow, RET_ALLOW),
         (labels.notify, RET_USER_NOTIF),
@@ -314,7 +326,6 @@ fn program(conventions: &[Numbers]) -> Option<Vec<SockFilter>> {
         asm.at(label);
         asm.ret(answer);
     }
-    asm.finish()
 }
 
 /// The block at `label` that tests the flags in argument `flags` for
@@ -335,7 +346,7 @@ mod tests {
     use super::*;
 
     use crate::bpf;
-    use crate::terminal::{ARCH, JA, NR, RET_K, RET_KILL_PROCESS, linear};
+    use crate::terminal::{ARCH, NR, RET_KILL_PROCESS, linear};
 
     fn run(program: &[SockFilter], nr: u32, arch: u32, args: [u64; 6]) -> u32 {
         bpf::run(program, nr, arch, args).0
@@ -349,18 +360,11 @@ mod tests {
     ///     for each convention:  jeq ARCH ? next : skip;  ld nr;  jeq NR_n ? label_n : next…;  ret ALLOW
     ///     ret KILL_PROCESS
     /// ```
-    /// then the blocks of [`program`].
+    /// then the blocks of [`program`] (`arguments_and_answers`).
     fn linear_program(conventions: &[Numbers]) -> Vec<SockFilter> {
         let mut asm = Asm::default();
-        let (allow, not_supported, fast_open_3) = (asm.label(), asm.label(), asm.label());
-        let labels = Labels {
-            notify: asm.label(),
-            refuse: asm.label(),
-            no_such_call: asm.label(),
-            send_to: asm.label(),
-            send_msg_2: asm.label(),
-            send_msg_3: asm.label(),
-        };
+        let allow = asm.label();
+        let labels = Labels::new(&mut asm);
         asm.op(LD_W_ABS, ARCH);
         let mut arches: Vec<u32> = conventions.iter().map(|n| n.arch).collect();
         arches.dedup();
@@ -377,24 +381,9 @@ mod tests {
             asm.at(other);
         }
         asm.ret(RET_KILL_PROCESS);
-        asm.at(labels.send_to);
-        asm.op(LD_W_ABS, arg(4, false));
-        asm.jump(JEQ_K, 0, To::Next, To::Label(labels.notify));
-        asm.op(LD_W_ABS, arg(4, true));
-        asm.jump(JEQ_K, 0, To::Label(fast_open_3), To::Label(labels.notify));
-        fast_open(&mut asm, fast_open_3, 3, not_supported, allow);
-        fast_open(&mut asm, labels.send_msg_2, 2, not_supported, labels.notify);
-        fast_open(&mut asm, labels.send_msg_3, 3, not_supported, labels.notify);
-        for (label, answer) in [
-            (allow, RET_ALLOW),
-            (labels.notify, RET_USER_NOTIF),
-            (labels.refuse, RET_ERRNO | libc::EPERM as u32),
-            (labels.no_such_call, RET_ERRNO | libc::ENOSYS as u32),
-            (not_supported, RET_ERRNO | libc::EOPNOTSUPP as u32),
-        ] {
-            asm.at(label);
-            asm.ret(answer);
-        }
+        // The blocks after the dispatch are the program's own: what is
+        // compared here is the dispatch.
+        arguments_and_answers(&mut asm, &labels, allow);
         asm.finish().unwrap()
     }
 
@@ -560,14 +549,6 @@ mod tests {
     #[test]
     fn every_jump_lands_inside_the_program() {
         let f = NotifyFilter::new().expect("a supported architecture");
-        let p = f.instructions();
-        for (at, i) in p.iter().enumerate() {
-            let (code, jt, jf, k) = i.parts();
-            if code == JA {
-                assert!(at + 1 + (k as usize) < p.len());
-            } else if code != RET_K && code != LD_W_ABS {
-                assert!(at + 1 + usize::from(jt.max(jf)) < p.len());
-            }
-        }
+        bpf::assert_jumps_inside(f.instructions());
     }
 }

@@ -378,12 +378,7 @@ mod tests {
         let p = TraceFilter::new()
             .expect("a supported architecture")
             .program;
-        for (at, i) in p.iter().enumerate() {
-            let (code, jt, jf, _) = i.parts();
-            if code != RET_K && code != LD_W_ABS {
-                assert!(at + 1 + usize::from(jt.max(jf)) < p.len(), "at {at}");
-            }
-        }
+        crate::bpf::assert_jumps_inside(&p);
     }
 }
 
