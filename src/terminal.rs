@@ -307,6 +307,18 @@ mod tests {
         assert_eq!(run(&p, 1, conventions().unwrap()[0].0, 0), RET_ALLOW);
     }
 
+    /// This build's own convention, written out here, names `libc`'s `ioctl`.
+    #[cfg(any(
+        target_arch = "x86_64",
+        target_arch = "aarch64",
+        target_arch = "riscv64"
+    ))]
+    #[test]
+    fn this_build_s_own_ioctl_is_libc_s() {
+        let (_, numbers) = conventions().expect("a supported architecture")[0];
+        assert_eq!(numbers[0], libc::SYS_ioctl as u32);
+    }
+
     #[test]
     fn every_jump_lands_inside_the_program() {
         let p = program();

@@ -546,6 +546,36 @@ mod tests {
         assert!(deepest <= 10, "{deepest}");
     }
 
+    /// The numbers are written out for every convention (a build knows only
+    /// its own in `libc`): this build's own must be `libc`'s.
+    #[cfg(any(
+        target_arch = "x86_64",
+        target_arch = "aarch64",
+        target_arch = "riscv64"
+    ))]
+    #[test]
+    fn this_build_s_own_numbers_are_libc_s() {
+        let own = &conventions().expect("a supported architecture")[0];
+        let libc = [
+            libc::SYS_connect,
+            libc::SYS_bind,
+            libc::SYS_sendto,
+            libc::SYS_sendmsg,
+            libc::SYS_sendmmsg,
+            libc::SYS_io_uring_setup,
+        ]
+        .map(|nr| nr as u32);
+        let written = [
+            own.connect,
+            own.bind,
+            own.sendto,
+            own.sendmsg,
+            own.sendmmsg,
+            own.io_uring_setup,
+        ];
+        assert_eq!(written, libc);
+    }
+
     #[test]
     fn every_jump_lands_inside_the_program() {
         let f = NotifyFilter::new().expect("a supported architecture");
