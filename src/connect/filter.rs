@@ -547,33 +547,41 @@ mod tests {
     }
 
     /// The numbers are written out for every convention (a build knows only
-    /// its own in `libc`): this build's own must be `libc`'s.
+    /// its own in `libc`): in this build's own, `libc`'s numbers get the
+    /// answers, the terminal filter's `ioctl` check included.
     #[cfg(any(
         target_arch = "x86_64",
         target_arch = "aarch64",
         target_arch = "riscv64"
     ))]
     #[test]
-    fn this_build_s_own_numbers_are_libc_s() {
-        let own = &conventions().expect("a supported architecture")[0];
-        let libc = [
+    fn this_build_s_own_calls_by_libc_s_numbers_get_their_answers() {
+        let arch = conventions().expect("a supported architecture")[0].arch;
+        let p = NotifyFilter::new().expect("a supported architecture");
+        let answer =
+            |nr: libc::c_long, args: [u64; 6]| run(p.instructions(), nr as u32, arch, args);
+        for nr in [
             libc::SYS_connect,
             libc::SYS_bind,
-            libc::SYS_sendto,
             libc::SYS_sendmsg,
             libc::SYS_sendmmsg,
-            libc::SYS_io_uring_setup,
-        ]
-        .map(|nr| nr as u32);
-        let written = [
-            own.connect,
-            own.bind,
-            own.sendto,
-            own.sendmsg,
-            own.sendmmsg,
-            own.io_uring_setup,
-        ];
-        assert_eq!(written, libc);
+        ] {
+            assert_eq!(answer(nr, [0; 6]), RET_USER_NOTIF, "{nr}");
+        }
+        assert_eq!(answer(libc::SYS_sendto, [0, 0, 0, 0, 1, 0]), RET_USER_NOTIF);
+        assert_eq!(
+            answer(libc::SYS_io_uring_setup, [0; 6]),
+            RET_ERRNO | libc::EPERM as u32
+        );
+        let tiocsti = u64::from(crate::terminal::TIOCSTI);
+        assert_eq!(
+            answer(libc::SYS_ioctl, [0, tiocsti, 0, 0, 0, 0]),
+            RET_ERRNO | libc::EPERM as u32
+        );
+        // Granted beside them: a read, an address-less send, another ioctl.
+        assert_eq!(answer(libc::SYS_read, [0; 6]), RET_ALLOW);
+        assert_eq!(answer(libc::SYS_sendto, [0; 6]), RET_ALLOW);
+        assert_eq!(answer(libc::SYS_ioctl, [0, 0x5401, 0, 0, 0, 0]), RET_ALLOW);
     }
 
     #[test]
