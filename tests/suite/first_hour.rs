@@ -228,13 +228,18 @@ mod needs_landlock {
         // machine are never touched; the directory is the default one.
         let name = format!("strument-first-hour-{}", std::process::id());
         let outside = format!("{name}-outside");
-        let inside = run_in(
-            &h,
-            &h.project,
-            &[],
-            &["tmux", "-L", &name, "new-session", "-d", "sleep 600"],
-        );
+        // It says where its session put the server's socket, so the test
+        // can stop that server afterwards.
+        let start =
+            format!("tmux -L {name} new-session -d 'sleep 600' && printf %s \"$TMUX_TMPDIR\"");
+        let inside = run_in(&h, &h.project, &[], &["sh", "-c", &start]);
         assert_success(&inside);
+        let inside_dir = String::from_utf8_lossy(&inside.stdout).trim().to_owned();
+        assert!(
+            !inside_dir.is_empty(),
+            "run set no TMUX_TMPDIR\n{}",
+            show(&inside)
+        );
         let marker = h.home.join("x");
         let touch = format!("touch {}", marker.display());
         let user = unconfined(
@@ -265,7 +270,36 @@ mod needs_landlock {
             &[],
             &["tmux", "-L", &outside, "kill-server"],
         );
-        let _ = run_in(&h, &h.project, &[], &["tmux", "-L", &name, "kill-server"]);
+        // The confined server, from outside, through its session's socket
+        // directory (another run is another session: it would not find it).
+        let inside_dir = format!("TMUX_TMPDIR={inside_dir}");
+        // (Its answers do not come back: its `sendmsg` went through the
+        // first run's supervisor, gone with that run, so tmux says "server
+        // exited unexpectedly" to every client; whether it is gone is asked
+        // after, and only "no server running" says so.)
+        let on_inside = |command: &str| {
+            unconfined(
+                &h,
+                &h.project,
+                &[],
+                &["env", &inside_dir, "tmux", "-L", &name, command],
+            )
+        };
+        let _ = on_inside("kill-server");
+        // It goes in its own time: asked again for a few seconds.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+        let mut left = on_inside("ls");
+        while !String::from_utf8_lossy(&left.stderr).contains("no server running")
+            && std::time::Instant::now() < deadline
+        {
+            std::thread::sleep(std::time::Duration::from_millis(50));
+            left = on_inside("ls");
+        }
+        assert!(
+            String::from_utf8_lossy(&left.stderr).contains("no server running"),
+            "the confined server outlived the test\n{}",
+            show(&left)
+        );
         assert_success(&user);
         assert_success(&outside_server);
         assert!(
