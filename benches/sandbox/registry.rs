@@ -18,7 +18,8 @@ use crate::fail;
 /// sandboxed install reaches it only through `--allow-connect`.
 pub struct Registry {
     pub port: u16,
-    /// How many files it has served.
+    /// How many packages (wheels, tarballs: not index pages or metadata)
+    /// it has sent whole.
     served: Arc<AtomicUsize>,
 }
 
@@ -45,14 +46,14 @@ impl Registry {
         Registry { port, served }
     }
 
-    /// Stops the benchmark unless at least `files` files were served: an
+    /// Stops the benchmark unless at least `files` packages were served: an
     /// install that found its packages elsewhere (a cache) measured
     /// something else.
     pub fn served_at_least(&self, files: usize, what: &str) {
         let served = self.served.load(Ordering::Relaxed);
         if served < files {
             fail(&format!(
-                "{what}: the registry on port {} served {served} files, fewer than the {files} \
+                "{what}: the registry on port {} served {served} packages, fewer than the {files} \
                  the measured runs had to download",
                 self.port
             ));
@@ -103,8 +104,13 @@ fn connection(root: &Path, stream: TcpStream, served: &AtomicUsize) -> io::Resul
                 )?;
                 if !head {
                     out.write_all(&body)?;
+                    // A package, not a page that only names packages: an
+                    // install whose index came from here but whose
+                    // packages came from a cache is not counted.
+                    if kind == "application/octet-stream" {
+                        served.fetch_add(1, Ordering::Relaxed);
+                    }
                 }
-                served.fetch_add(1, Ordering::Relaxed);
             }
             None => out.write_all(b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n")?,
         }
