@@ -611,10 +611,13 @@ impl Judge {
         above.contains(&id).then_some(Covers::AboveProject)
     }
 
-    /// What `path` resolves to that a derived root must not cover.
-    pub(crate) fn covers_path(&self, path: &Path) -> Option<Covers> {
+    /// Whether `path` resolves to the home directory or above it. The
+    /// project's own ancestors are not walked: no directory is above
+    /// itself, so for the project they cannot answer, and the walk costs a
+    /// `stat` a level (left for a root a variable names, which needs it).
+    pub(crate) fn covers_home_path(&self, path: &Path) -> Option<Covers> {
         let meta = std::fs::metadata(path).ok()?;
-        self.covers((meta.dev(), meta.ino()))
+        self.covers_home((meta.dev(), meta.ino()))
     }
 
     /// As [`Judge::covers`], but the project's ancestors only for a
@@ -704,5 +707,5 @@ fn chain(start: &Path) -> Vec<(u64, u64)> {
 /// ```
 #[must_use]
 pub fn covers_home(dir: &Path) -> Option<Covers> {
-    Judge::new(dirs::home_dir().as_deref(), None).covers_path(dir)
+    Judge::new(dirs::home_dir().as_deref(), None).covers_home_path(dir)
 }

@@ -590,7 +590,7 @@ impl SessionBuilder {
         };
         let inputs = Inputs::of_process(Some(&project));
         if implicit {
-            if let Some(covers) = inputs.judge.covers_path(&project) {
+            if let Some(covers) = inputs.judge.covers_home_path(&project) {
                 return Err(SessionError::HomeAsProject {
                     dir: project,
                     covers,
