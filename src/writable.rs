@@ -1,5 +1,6 @@
 //! The default list of writable roots for a session.
 
+use std::cell::RefCell;
 use std::ffi::{OsStr, OsString};
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::MetadataExt;
@@ -299,13 +300,23 @@ fn looked_up_since(
     let Some(cache_home) = cache_home else {
         return false; // made just now
     };
-    let Ok(stamp) = std::fs::metadata(checked) else {
+    // Opened once: its time from the descriptor, then what it holds.
+    let Ok(mut file) = std::fs::File::open(checked) else {
+        return false;
+    };
+    let Ok(stamp) = file.metadata() else {
         return false;
     };
     // The stamp holds the PATH it was made with: a toolchain found only
     // through a PATH entry added since (a new shell, `nix develop`) needs
     // its cache made, however old that entry's directory is.
-    if std::fs::read(checked).ok().as_deref() != Some(path_var.as_bytes()) {
+    // Its length first (no read at all when that differs), then exactly
+    // that many bytes: `read_to_end` would ask for the metadata again.
+    let mut held = vec![0; path_var.len()];
+    if stamp.len() != held.len() as u64
+        || std::io::Read::read_exact(&mut file, &mut held).is_err()
+        || held != path_var.as_bytes()
+    {
         return false;
     }
     let stamped = (stamp.mtime(), stamp.mtime_nsec());
@@ -333,6 +344,17 @@ pub(crate) fn create_missing_caches_in(
             .any(|dir| dir.join(tool).is_file())
     };
     let mut created = Vec::new();
+    // The caches' parents repeat (`~/.cargo` for five roots, `~/.gradle`
+    // for three): each is asked once, and asked again once anything is made.
+    let dirs: RefCell<Vec<(PathBuf, bool)>> = RefCell::default();
+    let is_dir = |path: &Path| {
+        if let Some((_, known)) = dirs.borrow().iter().find(|(p, _)| p == path) {
+            return *known;
+        }
+        let answer = path.is_dir();
+        dirs.borrow_mut().push((path.to_path_buf(), answer));
+        answer
+    };
     // Beneath the home directory (or `/`), through no symlink: an earlier
     // confined command may have left one where a cache is made.
     let anchor = home.clone();
@@ -343,6 +365,7 @@ pub(crate) fn create_missing_caches_in(
             beneath::make_dir(path, anchor.as_deref())
         };
         if made.is_ok_and(|made| made) {
+            dirs.borrow_mut().clear();
             created.push(path.to_path_buf());
         }
     };
@@ -387,11 +410,7 @@ pub(crate) fn create_missing_caches_in(
         .map(|v| v.value)
         .or_else(|| home.as_ref().map(|h| h.join(".npm")))
     {
-        if stamp.is_some()
-            && missing(&npm)
-            && npm.parent().is_some_and(Path::is_dir)
-            && on_path("npm")
-        {
+        if stamp.is_some() && missing(&npm) && npm.parent().is_some_and(is_dir) && on_path("npm") {
             make(&npm);
         }
     }
@@ -453,7 +472,7 @@ pub(crate) fn create_missing_caches_in(
     }
     for root in &inputs.caches {
         let parent = root.path.parent();
-        if parent != home.as_deref() && parent.is_some_and(Path::is_dir) && missing(&root.path) {
+        if parent != home.as_deref() && parent.is_some_and(is_dir) && missing(&root.path) {
             make(&root.path);
         }
     }
