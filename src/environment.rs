@@ -207,12 +207,8 @@ pub(crate) fn settings_for(
 ) -> Vec<Setting> {
     let session = session_dir(report, uid);
     let pnpm_store = pnpm_store(env, home);
-    let path_var = env("PATH").unwrap_or_default();
-    let on_path = |tool: &str| {
-        std::env::split_paths(&path_var)
-            .filter(|dir| dir.is_absolute())
-            .any(|dir| dir.join(tool).is_file())
-    };
+    let path_dirs = path_dirs(&env("PATH").unwrap_or_default());
+    let on_path = |tool: &str| path_dirs.iter().any(|dir| dir.join(tool).is_file());
     // Each tool asked about once, though several rows name it: the search
     // of PATH and the project is a dozen calls a tool.
     let asked: std::cell::RefCell<Vec<(&str, bool)>> = std::cell::RefCell::default();
@@ -260,17 +256,28 @@ pub(crate) fn settings_for(
 /// `package.json`, as corepack's `packageManager` field has it), since
 /// `corepack pnpm` runs a pnpm that is on no `PATH`.
 fn in_use(tool: &str, report: &Report, on_path: &dyn Fn(&str) -> bool) -> bool {
-    if on_path(tool) {
-        return true;
+    // The project's three names first: a project that names pnpm needs no
+    // search of PATH, a `stat` a directory.
+    let named = tool == "pnpm"
+        && project(report).is_some_and(|project| {
+            project.join("pnpm-lock.yaml").is_file()
+                || project.join("pnpm-workspace.yaml").is_file()
+                || std::fs::read(project.join("package.json"))
+                    .is_ok_and(|json| json.windows(5).any(|w| w == b"pnpm@"))
+        });
+    named || on_path(tool)
+}
+
+/// The absolute directories of a `PATH`, each once: a directory named
+/// twice (`~/.cargo/bin`, added by two shell profiles) is searched once.
+pub(crate) fn path_dirs(path_var: &OsStr) -> Vec<PathBuf> {
+    let mut dirs: Vec<PathBuf> = Vec::new();
+    for dir in std::env::split_paths(path_var) {
+        if dir.is_absolute() && !dirs.contains(&dir) {
+            dirs.push(dir);
+        }
     }
-    let Some(project) = project(report) else {
-        return false;
-    };
-    tool == "pnpm"
-        && (project.join("pnpm-lock.yaml").is_file()
-            || project.join("pnpm-workspace.yaml").is_file()
-            || std::fs::read(project.join("package.json"))
-                .is_ok_and(|json| json.windows(5).any(|w| w == b"pnpm@")))
+    dirs
 }
 
 /// The project's path as the report lists it.

@@ -323,9 +323,8 @@ fn looked_up_since(
     if ctime(cache_home) > stamped {
         return false;
     }
-    let mut seen = std::collections::HashSet::new();
-    std::env::split_paths(path_var)
-        .filter(|dir| dir.is_absolute() && seen.insert(dir.clone()))
+    crate::environment::path_dirs(path_var)
+        .iter()
         .all(|dir| std::fs::metadata(dir).map_or(true, |m| ctime(&m) <= stamped))
 }
 
@@ -338,9 +337,12 @@ pub(crate) fn create_missing_caches_in(
     let var = |name: &'static str| variable(env, name);
     let (home, judge) = (&inputs.home, &inputs.judge);
     let path_var = env("PATH").unwrap_or_default();
+    // Searched only when the stamp is stale or a store is missing.
+    let path_dirs = std::cell::OnceCell::new();
     let on_path = |tool: &str| {
-        std::env::split_paths(&path_var)
-            .filter(|dir| dir.is_absolute())
+        path_dirs
+            .get_or_init(|| crate::environment::path_dirs(&path_var))
+            .iter()
             .any(|dir| dir.join(tool).is_file())
     };
     let mut created = Vec::new();
