@@ -102,11 +102,6 @@ impl Dir {
         Ok(Dir { fd })
     }
 
-    /// The directory's owner, mode and the rest, from its descriptor.
-    pub(crate) fn metadata(&self) -> io::Result<std::fs::Metadata> {
-        std::fs::File::from(self.fd.try_clone()?).metadata()
-    }
-
     /// Makes the directory `name` here, never through a symlink: `true`
     /// when made, `false` when a directory (not a symlink to one) is
     /// already there; an error for anything else at that name.
@@ -128,6 +123,39 @@ impl Dir {
     }
 
     /// Removes the empty directory `name` here, never through a symlink.
+    /// Makes the directory `name` here (unless it is there) and opens it,
+    /// through no symlink: [`Dir::make_dir`] and [`Dir::dir`] in one
+    /// `mkdirat` and one `openat(O_NOFOLLOW)`.
+    ///
+    /// # Errors
+    ///
+    /// The OS error of `mkdirat` other than `EEXIST`, or of the `openat`
+    /// (`ELOOP`/`ENOTDIR` for a symlink or a file at the name).
+    pub(crate) fn make_open_dir(&self, name: &OsStr, mode: libc::mode_t) -> io::Result<Dir> {
+        let c = plain_name(name)?;
+        match sys::mkdirat(self.fd.as_fd(), &c, mode) {
+            Ok(()) => {}
+            Err(e) if e.raw_os_error() == Some(libc::EEXIST) => {}
+            Err(e) => return Err(e),
+        }
+        let fd = sys::openat(
+            self.fd.as_fd(),
+            &c,
+            libc::O_PATH | libc::O_NOFOLLOW | libc::O_DIRECTORY,
+            0,
+        )?;
+        Ok(Dir { fd })
+    }
+
+    /// The owner and mode of this directory, from its descriptor.
+    ///
+    /// # Errors
+    ///
+    /// The OS error of `fstat`.
+    pub(crate) fn owner(&self) -> io::Result<(libc::uid_t, libc::mode_t)> {
+        sys::fstat_owner(self.fd.as_fd())
+    }
+
     pub(crate) fn remove_empty_dir(&self, name: &OsStr) -> io::Result<()> {
         sys::rmdirat(self.fd.as_fd(), &plain_name(name)?)
     }

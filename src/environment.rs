@@ -18,7 +18,6 @@
 use std::ffi::{OsStr, OsString};
 use std::io;
 use std::os::unix::ffi::OsStrExt;
-use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -405,17 +404,15 @@ pub(crate) fn make_session_dir(dir: &Path) -> io::Result<()> {
     // The temp root itself (`/tmp`) is trusted: no confined command can
     // replace it. Below it, nothing is followed.
     let parent = Dir::anchor(parent)?;
-    parent.make_dir(user, 0o700)?;
-    let user = parent.dir(Path::new(user))?;
-    let meta = user.metadata()?;
-    if meta.uid() != sys::uid() || meta.mode() & 0o077 != 0 {
+    let user = parent.make_open_dir(user, 0o700)?;
+    let (owner, mode) = user.owner()?;
+    if owner != sys::uid() || mode & 0o077 != 0 {
         return Err(io::Error::new(
             io::ErrorKind::PermissionDenied,
             format!(
-                "{} is not this user's alone (owner {}, mode {:o})",
+                "{} is not this user's alone (owner {owner}, mode {:o})",
                 user_dir.display(),
-                meta.uid(),
-                meta.mode() & 0o7777
+                mode & 0o7777
             ),
         ));
     }

@@ -123,3 +123,16 @@ pub(crate) fn fstat_id(fd: BorrowedFd<'_>) -> io::Result<(libc::mode_t, u64, u64
     }
     Ok((st.st_mode, st.st_dev, st.st_ino))
 }
+
+/// The owner and mode `fstat` gives an open descriptor (an `O_PATH` one
+/// too), without duplicating it as std's `File::metadata` would need.
+pub(crate) fn fstat_owner(fd: BorrowedFd<'_>) -> io::Result<(libc::uid_t, libc::mode_t)> {
+    // SAFETY: stat is plain data, valid when zeroed.
+    let mut st: libc::stat = unsafe { std::mem::zeroed() };
+    // SAFETY: `fd` is a live descriptor borrowed for the call; `st` is a
+    // valid stat the kernel writes into.
+    if unsafe { libc::fstat(fd.as_raw_fd(), &raw mut st) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok((st.st_uid, st.st_mode))
+}
