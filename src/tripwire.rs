@@ -197,6 +197,19 @@ struct Entry {
 #[derive(Debug, Clone)]
 struct WatchedPath(PathBuf);
 
+/// The order of [`WatchedPath`], on two paths.
+fn watched_order(a: &Path, b: &Path) -> std::cmp::Ordering {
+    let rank = |b: u8| if b == b'/' { 0 } else { u16::from(b) + 1 };
+    let (a, b) = (
+        a.as_os_str().as_encoded_bytes(),
+        b.as_os_str().as_encoded_bytes(),
+    );
+    match a.iter().zip(b).find(|(x, y)| x != y) {
+        Some((x, y)) => rank(*x).cmp(&rank(*y)),
+        None => a.len().cmp(&b.len()),
+    }
+}
+
 impl PartialEq for WatchedPath {
     fn eq(&self, other: &WatchedPath) -> bool {
         self.0.as_os_str() == other.0.as_os_str()
@@ -207,15 +220,7 @@ impl Eq for WatchedPath {}
 
 impl Ord for WatchedPath {
     fn cmp(&self, other: &WatchedPath) -> std::cmp::Ordering {
-        let rank = |b: u8| if b == b'/' { 0 } else { u16::from(b) + 1 };
-        let (a, b) = (
-            self.0.as_os_str().as_encoded_bytes(),
-            other.0.as_os_str().as_encoded_bytes(),
-        );
-        match a.iter().zip(b).find(|(x, y)| x != y) {
-            Some((x, y)) => rank(*x).cmp(&rank(*y)),
-            None => a.len().cmp(&b.len()),
-        }
+        watched_order(&self.0, &other.0)
     }
 }
 
@@ -373,7 +378,13 @@ pub struct Snapshot {
     project: PathBuf,
     /// `.git` in the project, then the git directories it leads to.
     git_dirs: Vec<PathBuf>,
+    /// The watched paths that exist, with their identity.
     entries: BTreeMap<WatchedPath, Entry>,
+    /// The watched paths that did not: kept only for
+    /// [`Snapshot::watched`], since a path absent before and after is no
+    /// change, and most of them are (the thirty-odd names a project may
+    /// hold), so they cost no ordered insert and no step of the compare.
+    absent: Vec<PathBuf>,
 }
 
 impl Snapshot {
@@ -424,6 +435,7 @@ impl Snapshot {
                 project: PathBuf::new(),
                 git_dirs: Vec::new(),
                 entries: BTreeMap::new(),
+                absent: Vec::new(),
             },
         }
     }
@@ -460,11 +472,12 @@ impl Snapshot {
 
     /// A snapshot of `project` watching `git_dirs`, as read from its `.git`.
     fn with_git_dirs(project: PathBuf, git_dirs: Vec<PathBuf>) -> Snapshot {
-        let entries = watch(&project, &git_dirs);
+        let (entries, absent) = watch(&project, &git_dirs);
         Snapshot {
             project,
             git_dirs,
             entries,
+            absent,
         }
     }
 
@@ -493,7 +506,11 @@ impl Snapshot {
     /// # Ok::<(), std::io::Error>(())
     /// ```
     pub fn watched(&self) -> impl Iterator<Item = &Path> {
-        self.entries.keys().map(|k| k.0.as_path())
+        let mut all: Vec<&Path> = self.entries.keys().map(|k| k.0.as_path()).collect();
+        all.extend(self.absent.iter().map(PathBuf::as_path));
+        all.sort_unstable_by(|a, b| watched_order(a, b));
+        all.dedup();
+        all.into_iter()
     }
 
     /// A new snapshot of the same files as they are now: the same git
@@ -512,10 +529,12 @@ impl Snapshot {
     /// ```
     #[must_use]
     pub fn again(&self) -> Snapshot {
+        let (entries, absent) = watch(&self.project, &self.git_dirs);
         Snapshot {
             project: self.project.clone(),
             git_dirs: self.git_dirs.clone(),
-            entries: watch(&self.project, &self.git_dirs),
+            entries,
+            absent,
         }
     }
 
@@ -642,11 +661,13 @@ fn change_kind(before: Option<&Identity>, after: Option<&Identity>) -> Option<Ch
     })
 }
 
-/// The identity of every watched path, now.
-fn watch(project: &Path, git_dirs: &[PathBuf]) -> BTreeMap<WatchedPath, Entry> {
+/// The identity of every watched path that exists now, and the watched
+/// paths that do not.
+fn watch(project: &Path, git_dirs: &[PathBuf]) -> (BTreeMap<WatchedPath, Entry>, Vec<PathBuf>) {
     let mut entries = BTreeMap::new();
+    let mut absent = Vec::new();
     if project.as_os_str().is_empty() {
-        return entries;
+        return (entries, absent);
     }
     // The project's own names, read once: most of the thirty-odd files
     // watched in it are absent, and a name not listed needs no `lstat`
@@ -661,10 +682,22 @@ fn watch(project: &Path, git_dirs: &[PathBuf]) -> BTreeMap<WatchedPath, Entry> {
         top.as_ref()
             .is_none_or(|top| top.contains(std::ffi::OsStr::new(first)))
     };
-    let mut add_maybe = |path: PathBuf, runs: Runs, maybe: bool| {
-        let identity = if maybe { Identity::of(&path) } else { None };
-        entries.insert(WatchedPath(path), Entry { runs, identity });
-    };
+    // A file that cannot be examined counts as absent, as it always has:
+    // a change that makes it unreadable is reported as a deletion.
+    let mut add_maybe =
+        |path: PathBuf, runs: Runs, maybe: bool| match maybe.then(|| Identity::of(&path)).flatten()
+        {
+            Some(identity) => {
+                entries.insert(
+                    WatchedPath(path),
+                    Entry {
+                        runs,
+                        identity: Some(identity),
+                    },
+                );
+            }
+            None => absent.push(path),
+        };
     add_maybe(project.join(".git"), Runs::DotGit, listed(".git"));
     for (rel, runs) in PROJECT_FILES {
         add_maybe(project.join(rel), *runs, listed(rel));
@@ -702,7 +735,7 @@ fn watch(project: &Path, git_dirs: &[PathBuf]) -> BTreeMap<WatchedPath, Entry> {
     for dir in git_dirs {
         watch_git_dir(dir, MODULES_DEPTH, &mut add);
     }
-    entries
+    (entries, absent)
 }
 
 fn watch_git_dir(dir: &Path, depth: usize, add: &mut dyn FnMut(PathBuf, Runs)) {
