@@ -3,8 +3,10 @@
 //! confined command makes, on every kernel with Landlock.
 //!
 //! A confined child installs, before `exec`, a seccomp filter whose
-//! listener it sends here over a socket; a thread of this process then
-//! serves that listener for the child and every process it starts. For
+//! listener it sends here over a socket (a child of `Spawn`, which starts
+//! in this process's descriptor table, leaves it there); a thread of this
+//! process then serves that listener for the child and every process it
+//! starts. For
 //! each `connect` and `sendto` it reads the address from the caller's
 //! memory, checks the call is still pending, decides by its rules, and for
 //! an allowed call performs it itself on the caller's own socket (fetched
@@ -428,32 +430,28 @@ impl Supervisor {
         }
     }
 
-    /// For a child of [`Spawn`](crate::spawn::Spawn): a socket pair of its
-    /// own, and the thread that takes the listener the child hands over on
-    /// it and serves it, started now: the child waits before `exec` for its
-    /// listener to be served (see `sys::send_listener`) while
-    /// `clone(CLONE_VFORK)` suspends the caller. No thread waits for the
-    /// listeners of other children. Once the child has exec'd or failed,
-    /// the caller drops the hook: a child that sent nothing then reads as
-    /// the end, and the thread ends.
+    /// The program a child of [`Spawn`](crate::spawn::Spawn) installs, its
+    /// listener landing in this process's table (see `sys::Plan::connect`).
+    pub(crate) fn program(&self) -> &[SockFilter] {
+        &self.program
+    }
+
+    /// Serves the listener of `command`, a child of
+    /// [`Spawn`](crate::spawn::Spawn) that has exec'd, on a thread of its
+    /// own, until no process uses its filter: started after the child, so
+    /// that the child waits for nothing and the thread starts while it
+    /// execs.
     ///
     /// # Errors
     ///
-    /// When the socket pair cannot be made or the thread cannot start.
-    pub(crate) fn direct_hook(&self) -> io::Result<ChildHook> {
-        let (ours, theirs) = sys::seqpacket_pair()?;
+    /// When the thread cannot start: the listener is closed, and the
+    /// command's notified calls then fail (`ENOSYS`), never pass unchecked.
+    pub(crate) fn serve_child(&self, listener: OwnedFd, command: i32) -> io::Result<()> {
         let shared = Arc::clone(&self.shared);
         std::thread::Builder::new()
             .name("strument-connect-child".into())
-            .spawn(move || {
-                if let Ok(Some((listener, command))) = sys::recv_listener(&ours) {
-                    serve::serve(serve::served(listener), command, shared);
-                }
-            })?;
-        Ok(ChildHook {
-            program: Arc::clone(&self.program),
-            sender: Arc::new(theirs),
-        })
+            .spawn(move || serve::serve(serve::served(listener), command, shared))
+            .map(drop)
     }
 
     /// For `Policy::apply`: starts a helper process, unconfined because it
