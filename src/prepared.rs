@@ -67,11 +67,10 @@ impl Prepared {
         )
     }
 
-    /// The supervisor's end for a child started by [`Spawn`](crate::spawn::Spawn),
-    /// with the thread that serves it already running (see
-    /// `Supervisor::direct_hook`).
-    pub(crate) fn direct_connect_hook(&self) -> io::Result<crate::connect::ChildHook> {
-        self.connect.direct_hook()
+    /// The connect supervisor, for a child started by
+    /// [`Spawn`](crate::spawn::Spawn): its program, and the listener to serve.
+    pub(crate) fn supervisor(&self) -> &crate::connect::Supervisor {
+        &self.connect
     }
 
     /// The variables a command started by [`Spawn`](crate::spawn::Spawn)

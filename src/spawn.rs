@@ -199,32 +199,40 @@ impl Spawn {
                 .is_some_and(|vars| vars.iter().any(|(k, _)| k == name))
         };
         let extra = prepared.environment_to_set(&chosen);
-        // Without the supervisor nothing may run, as with `confine`.
-        // A socket pair and a serving thread for this child alone: no
-        // thread waits for the listeners of others.
-        let hook = prepared.direct_connect_hook()?;
-        let connect = Some((hook.program(), hook.sender()));
-        let started = self.start(Some((ruleset, filter)), connect, Some(keep), &extra);
-        // The child's copy closed at exec; ours now, so that the serving
-        // thread of a child that failed before sending sees the end.
-        drop(hook);
-        started
+        // The child's listener lands in this process's table (the child
+        // starts in it: no socket, no wait), and is served by a thread of
+        // its own started once the child has exec'd.
+        let supervisor = prepared.supervisor();
+        let connect = Some(supervisor.program());
+        let (pid, listener) = self.start(Some((ruleset, filter)), connect, Some(keep), &extra)?;
+        let served = match listener {
+            Some(listener) => supervisor.serve_child(listener, pid),
+            None => Err(io::Error::from_raw_os_error(libc::EBADF)),
+        };
+        // Without the supervisor nothing may run, as with `confine`: the
+        // child, whose connects would all fail, is stopped.
+        if let Err(e) = served {
+            sys::kill_and_reap(pid);
+            return Err(e);
+        }
+        Ok(Spawned::started(pid))
     }
 
     /// Starts the command unconfined, by the same path: what confining adds
     /// is measured against this.
     #[doc(hidden)]
     pub fn spawn_unconfined(&self) -> io::Result<Spawned> {
-        self.start(None, None, None, &[])
+        let (pid, _) = self.start(None, None, None, &[])?;
+        Ok(Spawned::started(pid))
     }
 
     fn start(
         &self,
         confine: Option<(RawFd, &[crate::terminal::SockFilter])>,
-        connect: Option<(&[crate::terminal::SockFilter], RawFd)>,
+        connect: Option<&[crate::terminal::SockFilter]>,
         keep: Option<&[RawFd]>,
         extra_env: &[(&str, &OsString)],
-    ) -> io::Result<Spawned> {
+    ) -> io::Result<(libc::pid_t, Option<std::os::fd::OwnedFd>)> {
         let mut env: Vec<CString> = match &self.env {
             Some(vars) => vars
                 .iter()
@@ -279,8 +287,7 @@ impl Spawn {
             keep_fds: keep.as_deref(),
             hook: None,
         };
-        let pid = sys::spawn(&mut plan)?;
-        Ok(Spawned::started(pid))
+        sys::spawn(&mut plan)
     }
 }
 

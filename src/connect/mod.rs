@@ -3,8 +3,10 @@
 //! confined command makes, on every kernel with Landlock.
 //!
 //! A confined child installs, before `exec`, a seccomp filter whose
-//! listener it sends here over a socket; a thread of this process then
-//! serves that listener for the child and every process it starts. For
+//! listener it sends here over a socket (a child of `Spawn`, which starts
+//! in this process's descriptor table, leaves it there); a thread of this
+//! process then serves that listener for the child and every process it
+//! starts. For
 //! each `connect` and `sendto` it reads the address from the caller's
 //! memory, checks the call is still pending, decides by its rules, and for
 //! an allowed call performs it itself on the caller's own socket (fetched
@@ -340,17 +342,64 @@ impl ChildHook {
     }
 }
 
-/// One supervisor: a thread that takes listeners from confined children,
-/// started with the first child so that a policy applied to the calling
-/// process starts no thread, and a thread serving each listener until no
-/// process uses it.
+/// One supervisor: a thread that takes listeners from confined children
+/// and watches each until its first call, started with the first child so
+/// that a policy applied to the calling process starts no thread; and a
+/// thread serving each listener from its first call on, until no process
+/// uses it. A command that never connects costs no thread of its own.
 pub(crate) struct Supervisor {
     /// The supervisor's filter, the terminal filter's checks included.
     program: Arc<[SockFilter]>,
     shared: Arc<Shared>,
-    /// The sending end of the listeners' socket once the thread runs, or
-    /// the errno that stopped it.
-    started: OnceLock<Result<Arc<OwnedFd>, i32>>,
+    /// The sending end of the listeners' socket and the watch, once the
+    /// thread runs, or the errno that stopped it.
+    started: OnceLock<Result<Started, i32>>,
+}
+
+/// What a running supervisor thread is reached through.
+struct Started {
+    sender: Arc<OwnedFd>,
+    watch: Arc<Watch>,
+}
+
+/// The listeners of commands that have made no call yet, watched by the
+/// supervisor's thread (`epoll`, each armed for one event): at a
+/// listener's first notification it gets a thread of its own, at its
+/// hang-up (no process uses the filter) it is closed.
+struct Watch {
+    epoll: OwnedFd,
+    /// By token (the listener's descriptor number).
+    quiet: Mutex<std::collections::HashMap<u64, (Arc<serve::Served>, i32)>>,
+}
+
+/// The token of the listeners' socket in [`Watch::epoll`]: no descriptor.
+const RECEIVER: u64 = u64::MAX;
+
+impl Watch {
+    /// Watches `served`, the listener of `command`, until its first call.
+    fn add(&self, served: Arc<serve::Served>, command: i32) -> io::Result<()> {
+        let fd = served.raw_fd();
+        let token = u64::try_from(fd).map_err(|_| io::Error::from_raw_os_error(libc::EBADF))?;
+        let Ok(mut quiet) = self.quiet.lock() else {
+            return Err(io::Error::from_raw_os_error(libc::EIO));
+        };
+        quiet.insert(token, (served, command));
+        drop(quiet);
+        sys::epoll_add(&self.epoll, fd, token, true).inspect_err(|_| {
+            if let Ok(mut quiet) = self.quiet.lock() {
+                quiet.remove(&token);
+            }
+        })
+    }
+
+    /// Takes the listener watched under `token`.
+    fn take(&self, token: u64) -> Option<(Arc<serve::Served>, i32)> {
+        self.quiet.lock().ok()?.remove(&token)
+    }
+
+    fn is_empty(&self) -> bool {
+        self.quiet.lock().map_or(true, |q| q.is_empty())
+    }
 }
 
 impl fmt::Debug for Supervisor {
@@ -410,50 +459,57 @@ impl Supervisor {
     ///
     /// When the socket pair cannot be made or the thread cannot start.
     pub(crate) fn hook(&self) -> io::Result<ChildHook> {
-        let started = self.started.get_or_init(|| {
-            let (receiver, sender) = sys::seqpacket_pair().map_err(|e| errno(&e))?;
-            let shared = Arc::clone(&self.shared);
-            std::thread::Builder::new()
-                .name("strument-connect".into())
-                .spawn(move || accept(&receiver, &shared))
-                .map_err(|e| errno(&e))?;
-            Ok(Arc::new(sender))
-        });
-        match started {
-            Ok(sender) => Ok(ChildHook {
-                program: Arc::clone(&self.program),
-                sender: Arc::clone(sender),
-            }),
-            Err(e) => Err(io::Error::from_raw_os_error(*e)),
-        }
+        let started = self.start()?;
+        Ok(ChildHook {
+            program: Arc::clone(&self.program),
+            sender: Arc::clone(&started.sender),
+        })
     }
 
-    /// For a child of [`Spawn`](crate::spawn::Spawn): a socket pair of its
-    /// own, and the thread that takes the listener the child hands over on
-    /// it and serves it, started now: the child waits before `exec` for its
-    /// listener to be served (see `sys::send_listener`) while
-    /// `clone(CLONE_VFORK)` suspends the caller. No thread waits for the
-    /// listeners of other children. Once the child has exec'd or failed,
-    /// the caller drops the hook: a child that sent nothing then reads as
-    /// the end, and the thread ends.
+    /// The thread that takes and watches listeners, started the first time.
+    fn start(&self) -> io::Result<&Started> {
+        let started = self.started.get_or_init(|| {
+            let (receiver, sender) = sys::seqpacket_pair().map_err(|e| errno(&e))?;
+            let watch = Arc::new(Watch {
+                epoll: sys::epoll_new().map_err(|e| errno(&e))?,
+                quiet: Mutex::new(std::collections::HashMap::new()),
+            });
+            sys::epoll_add(&watch.epoll, receiver.as_raw_fd(), RECEIVER, false)
+                .map_err(|e| errno(&e))?;
+            let (shared, watched) = (Arc::clone(&self.shared), Arc::clone(&watch));
+            std::thread::Builder::new()
+                .name("strument-connect".into())
+                .spawn(move || accept(receiver, &watched, &shared))
+                .map_err(|e| errno(&e))?;
+            Ok(Started {
+                sender: Arc::new(sender),
+                watch,
+            })
+        });
+        started
+            .as_ref()
+            .map_err(|e| io::Error::from_raw_os_error(*e))
+    }
+
+    /// The program a child of [`Spawn`](crate::spawn::Spawn) installs, its
+    /// listener landing in this process's table (see `sys::Plan::connect`).
+    pub(crate) fn program(&self) -> &[SockFilter] {
+        &self.program
+    }
+
+    /// Serves the listener of `command`, a child of
+    /// [`Spawn`](crate::spawn::Spawn) that has exec'd: watched by the
+    /// supervisor's thread (started now the first time) until its first
+    /// call, then served by a thread of its own until no process uses its
+    /// filter.
     ///
     /// # Errors
     ///
-    /// When the socket pair cannot be made or the thread cannot start.
-    pub(crate) fn direct_hook(&self) -> io::Result<ChildHook> {
-        let (ours, theirs) = sys::seqpacket_pair()?;
-        let shared = Arc::clone(&self.shared);
-        std::thread::Builder::new()
-            .name("strument-connect-child".into())
-            .spawn(move || {
-                if let Ok(Some((listener, command))) = sys::recv_listener(&ours) {
-                    serve::serve(serve::served(listener), command, shared);
-                }
-            })?;
-        Ok(ChildHook {
-            program: Arc::clone(&self.program),
-            sender: Arc::new(theirs),
-        })
+    /// When the thread cannot start or the listener cannot be watched: the
+    /// listener is closed, and the command's notified calls then fail
+    /// (`ENOSYS`), never pass unchecked.
+    pub(crate) fn serve_child(&self, listener: OwnedFd, command: i32) -> io::Result<()> {
+        self.start()?.watch.add(serve::served(listener), command)
     }
 
     /// For `Policy::apply`: starts a helper process, unconfined because it
@@ -504,25 +560,67 @@ impl Supervisor {
     }
 }
 
-/// Receives listeners until every sending end is closed; each gets a
-/// thread of its own, so a call that waits stalls no other command.
-fn accept(receiver: &OwnedFd, shared: &Arc<Shared>) {
-    while let Ok(Some((listener, command))) = sys::recv_listener(receiver) {
-        let served = serve::served(listener);
-        // The child waits before `exec` for its listener to be served (a
-        // notified `connect(-1)`, see `sys::send_listener`): answered
-        // here, so that it does not wait for a thread to start as well.
-        if !serve::serve_one(&served, command, shared) {
-            continue;
+/// The supervisor's thread: takes the listeners confined children send
+/// (a forked child's, waiting in a notified `connect(-1)` for it: see
+/// `sys::send_listener`, answered here), and watches every listener until
+/// its first call, when it gets a thread of its own (so that a call that
+/// waits stalls no other command) or its end. Runs until every sending
+/// end is closed (the supervisor is gone) and no listener is watched.
+fn accept(receiver: OwnedFd, watch: &Watch, shared: &Arc<Shared>) {
+    let mut receiver = Some(receiver);
+    loop {
+        if receiver.is_none() && watch.is_empty() {
+            return;
         }
-        let shared = Arc::clone(shared);
-        let started = std::thread::Builder::new()
-            .name(format!("strument-connect-{command}"))
-            .spawn(move || serve::serve(served, command, shared));
-        // Without a thread the listener is dropped: the command's
-        // notified calls then fail with ENOSYS, never pass unchecked.
-        drop(started);
+        let Ok(events) = sys::epoll_wait(&watch.epoll) else {
+            return;
+        };
+        for (token, input) in events {
+            if token != RECEIVER {
+                match watch.take(token) {
+                    Some((served, command)) if input => serve_apart(served, command, shared),
+                    // No process uses the filter any more: closed (and so
+                    // no longer watched).
+                    _ => {}
+                }
+                continue;
+            }
+            let Some(socket) = &receiver else { continue };
+            match sys::recv_listener_once(socket) {
+                Ok(sys::Received::Listener {
+                    listener,
+                    pid,
+                    pidfd,
+                }) => {
+                    let served = serve::served(listener);
+                    served.keep_process(pid, pidfd);
+                    // The child's wait for its listener, answered here: it
+                    // does not wait for a thread to start as well.
+                    if !serve::serve_one(&served, pid, shared) {
+                        continue;
+                    }
+                    if watch.add(Arc::clone(&served), pid).is_err() {
+                        serve_apart(served, pid, shared);
+                    }
+                }
+                Ok(sys::Received::Skipped) => {}
+                // Every sending end closed: no listener comes any more
+                // (closing the socket also stops its watch).
+                Ok(sys::Received::End) | Err(_) => receiver = None,
+            }
+        }
     }
+}
+
+/// Serves `served` on a thread of its own from now on. Without a thread the
+/// listener is dropped: the command's notified calls then fail with
+/// `ENOSYS`, never pass unchecked.
+fn serve_apart(served: Arc<serve::Served>, command: i32, shared: &Arc<Shared>) {
+    let shared = Arc::clone(shared);
+    let started = std::thread::Builder::new()
+        .name(format!("strument-connect-{command}"))
+        .spawn(move || serve::serve(served, command, shared));
+    drop(started);
 }
 
 /// The IP address and port of a `getsockname` answer, if it is one.

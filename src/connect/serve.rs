@@ -209,6 +209,21 @@ pub(crate) fn served(listener: OwnedFd) -> Arc<Served> {
     Arc::new(Served::new(listener))
 }
 
+impl Served {
+    /// The listener's descriptor number.
+    pub(crate) fn raw_fd(&self) -> std::os::fd::RawFd {
+        self.fd.as_raw_fd()
+    }
+
+    /// Keeps `pidfd`, opened for the thread-group leader `pid`, for its
+    /// calls (see [`Served::fetch`]).
+    pub(crate) fn keep_process(&self, pid: i32, pidfd: OwnedFd) {
+        if let Ok(mut kept) = self.processes.lock() {
+            kept.insert(pid, Arc::new(pidfd));
+        }
+    }
+}
+
 /// Serves the listener until no process uses its filter any more.
 /// `command` is the pid of the confined command it belongs to.
 pub(crate) fn serve(served: Arc<Served>, command: i32, shared: Arc<Shared>) {
@@ -243,6 +258,13 @@ fn handle(served: &Arc<Served>, notif: &sys::Notification, command: i32, shared:
         return;
     };
     if served.restarted(notif) {
+        return;
+    }
+    // No descriptor: the kernel's answer, given without fetching one. (A
+    // forked child waits in this call for its listener to be served: see
+    // `sys::send_listener`.)
+    if call == Call::Connect && notif.data.args[0] as i32 == -1 {
+        let _ = sys::answer(&served.fd, id, 0, libc::EBADF);
         return;
     }
     match prepare(served, notif, call, command, shared) {

@@ -67,7 +67,10 @@ pub(crate) fn restrict_self(
     filter: &TerminalFilter,
     connect: Option<&ChildHook>,
 ) -> Result<(), RestrictError> {
-    let connect = connect.map(|hook| (hook.program(), hook.sender()));
+    let connect = match connect {
+        Some(hook) => Listener::Send(hook.program(), hook.sender()),
+        None => Listener::None,
+    };
     restrict_self_raw(fd.as_raw_fd(), flags, filter.instructions(), connect).map_err(|e| match e {
         RestrictStep::Landlock(errno) => {
             RestrictError::Landlock(io::Error::from_raw_os_error(errno))
@@ -95,15 +98,42 @@ impl RestrictStep {
     }
 }
 
+/// How the connect supervisor's listener leaves a confined child.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Listener<'a> {
+    /// No supervisor: the terminal filter alone.
+    None,
+    /// The supervisor's program, installed here; its listener is sent over
+    /// the socket and closed here, once the supervisor has taken it (a
+    /// child with a descriptor table of its own: `fork`, or the calling
+    /// process).
+    Send(&'a [SockFilter], RawFd),
+    /// Installed already, by [`install_shared_listener`], into a table the
+    /// supervisor's process shares: nothing to do here.
+    Installed,
+}
+
+/// Sets `no_new_privs` and installs the supervisor's `program` on the
+/// calling thread, returning the listener's number: for a child started
+/// with `CLONE_FILES`, whose listener lands in the caller's own table, where
+/// the supervisor takes it with no hand-over and no wait. The child must
+/// then leave the shared table (`unshare(CLONE_FILES)`) and close its copy
+/// before anything else, and finish with [`restrict_self_raw`] and
+/// [`Listener::Installed`]. Async-signal-safe; allocates nothing.
+pub(crate) fn install_shared_listener(program: &[SockFilter]) -> Result<RawFd, RestrictStep> {
+    let errno = |e: io::Error| e.raw_os_error().unwrap_or(libc::EIO);
+    set_no_new_privs().map_err(|e| RestrictStep::Landlock(errno(e)))?;
+    install_listener(program, false).map_err(RestrictStep::Supervisor)
+}
+
 /// [`restrict_self`] on a raw descriptor and programs, for a child that
 /// shares the caller's memory: nothing here allocates or touches more than
-/// the errno. `connect` is the connect supervisor's filter and the socket
-/// its listener is sent over.
+/// the errno. `connect` says where the connect supervisor's listener goes.
 pub(crate) fn restrict_self_raw(
     fd: RawFd,
     flags: u32,
     filter: &[SockFilter],
-    connect: Option<(&[SockFilter], RawFd)>,
+    connect: Listener<'_>,
 ) -> Result<(), RestrictStep> {
     let errno = |e: io::Error| e.raw_os_error().unwrap_or(libc::EIO);
     set_no_new_privs().map_err(|e| RestrictStep::Landlock(errno(e)))?;
@@ -111,18 +141,19 @@ pub(crate) fn restrict_self_raw(
     match connect {
         // The supervisor's program makes the terminal filter's checks: one
         // filter, one `seccomp` call.
-        Some((program, sender)) => {
+        Listener::Send(program, sender) => {
             let listener =
                 install_listener(program, all_threads).map_err(RestrictStep::Supervisor)?;
             send_listener(sender, listener).map_err(RestrictStep::Supervisor)?;
         }
-        None => {
+        Listener::Installed => {}
+        Listener::None => {
             install_seccomp_filter(filter, all_threads)
                 .map_err(|e| RestrictStep::Seccomp(errno(e)))?;
         }
     }
-    // SAFETY: the fd is a live ruleset descriptor the caller keeps open for
-    // the call; the kernel takes a reference of its own and reads no user memory.
+    // SAFETY: landlock_restrict_self takes a descriptor and flags, both
+    // integers; the kernel takes a reference of its own and reads no user memory.
     let ret = unsafe { libc::syscall(libc::SYS_landlock_restrict_self, fd, flags) };
     if ret == 0 {
         Ok(())

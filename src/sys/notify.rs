@@ -151,13 +151,25 @@ pub(crate) fn send_listener(socket: RawFd, fd: RawFd) -> Result<(), i32> {
     result
 }
 
-/// Receives one listener and the pid that sent it ([`send_listener`]);
-/// `None` once every sending end is closed. A child whose listener cannot
-/// be fetched is killed (it waits for the supervisor, and must not run
-/// unsupervised), and the next listener is waited for.
-pub(crate) fn recv_listener(socket: &OwnedFd) -> io::Result<Option<(OwnedFd, i32)>> {
-    loop {
-        let mut payload = [0u8; 8];
+/// What one message on the listeners' socket brought.
+pub(crate) enum Received {
+    /// A child's listener, fetched, with the child's pid and a pidfd of it.
+    Listener {
+        listener: OwnedFd,
+        pid: i32,
+        pidfd: OwnedFd,
+    },
+    /// A message whose listener could not be fetched: its child, which
+    /// waits for the supervisor and must not run unsupervised, is killed.
+    Skipped,
+    /// Every sending end is closed.
+    End,
+}
+
+/// Receives one message of [`send_listener`] and fetches its listener.
+pub(crate) fn recv_listener_once(socket: &OwnedFd) -> io::Result<Received> {
+    let mut payload = [0u8; 8];
+    let n = loop {
         // SAFETY: `payload` is writable for its length.
         let n = unsafe {
             libc::recv(
@@ -167,38 +179,57 @@ pub(crate) fn recv_listener(socket: &OwnedFd) -> io::Result<Option<(OwnedFd, i32
                 0,
             )
         };
-        if n < 0 {
-            let e = io::Error::last_os_error();
-            if e.raw_os_error() == Some(libc::EINTR) {
-                continue;
-            }
+        if n >= 0 {
+            break n;
+        }
+        let e = io::Error::last_os_error();
+        if e.raw_os_error() != Some(libc::EINTR) {
             return Err(e);
         }
-        if n == 0 {
-            return Ok(None);
+    };
+    if n == 0 {
+        return Ok(Received::End);
+    }
+    if n != 8 {
+        return Err(io::Error::from_raw_os_error(libc::EBADMSG));
+    }
+    let pid = i32::from_ne_bytes([payload[0], payload[1], payload[2], payload[3]]);
+    let fd = i32::from_ne_bytes([payload[4], payload[5], payload[6], payload[7]]);
+    let Ok(pidfd) = pidfd_open(pid) else {
+        return Ok(Received::Skipped);
+    };
+    match pidfd_getfd(&pidfd, fd) {
+        Ok(listener) => Ok(Received::Listener {
+            listener,
+            pid,
+            pidfd,
+        }),
+        Err(_) => {
+            // SAFETY: integers and a NULL siginfo.
+            unsafe {
+                libc::syscall(
+                    libc::SYS_pidfd_send_signal,
+                    pidfd.as_raw_fd(),
+                    libc::SIGKILL,
+                    std::ptr::null::<libc::siginfo_t>(),
+                    0,
+                )
+            };
+            Ok(Received::Skipped)
         }
-        if n != 8 {
-            return Err(io::Error::from_raw_os_error(libc::EBADMSG));
-        }
-        let pid = i32::from_ne_bytes([payload[0], payload[1], payload[2], payload[3]]);
-        let fd = i32::from_ne_bytes([payload[4], payload[5], payload[6], payload[7]]);
-        let Ok(pidfd) = pidfd_open(pid) else {
-            continue;
-        };
-        match pidfd_getfd(&pidfd, fd) {
-            Ok(listener) => return Ok(Some((listener, pid))),
-            Err(_) => {
-                // SAFETY: integers and a NULL siginfo.
-                unsafe {
-                    libc::syscall(
-                        libc::SYS_pidfd_send_signal,
-                        pidfd.as_raw_fd(),
-                        libc::SIGKILL,
-                        std::ptr::null::<libc::siginfo_t>(),
-                        0,
-                    )
-                };
-            }
+    }
+}
+
+/// Receives one listener and the pid that sent it ([`send_listener`]);
+/// `None` once every sending end is closed. A child whose listener cannot
+/// be fetched is killed (see [`Received::Skipped`]), and the next listener
+/// is waited for.
+pub(crate) fn recv_listener(socket: &OwnedFd) -> io::Result<Option<(OwnedFd, i32)>> {
+    loop {
+        match recv_listener_once(socket)? {
+            Received::Listener { listener, pid, .. } => return Ok(Some((listener, pid))),
+            Received::Skipped => {}
+            Received::End => return Ok(None),
         }
     }
 }
@@ -233,6 +264,62 @@ pub(crate) fn wait_notification(listener: &OwnedFd) -> io::Result<Ready> {
         }
         if pfd.revents & (libc::POLLHUP | libc::POLLERR | libc::POLLNVAL) != 0 {
             return Ok(Ready::Gone);
+        }
+    }
+}
+
+/// A new epoll instance, close-on-exec.
+pub(crate) fn epoll_new() -> io::Result<OwnedFd> {
+    // SAFETY: flags only.
+    let fd = unsafe { libc::epoll_create1(libc::EPOLL_CLOEXEC) };
+    if fd < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: a new descriptor owned by nobody else.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+/// Watches `fd` for input (a listener: a notification waiting; hang-up,
+/// no task using the filter, is always reported) under the token `token`.
+/// With `once`, the watch is disarmed after its first event
+/// (`EPOLLONESHOT`). Safe to call while another thread waits on `epoll`.
+pub(crate) fn epoll_add(epoll: &OwnedFd, fd: RawFd, token: u64, once: bool) -> io::Result<()> {
+    let mut events = libc::EPOLLIN as u32;
+    if once {
+        events |= libc::EPOLLONESHOT as u32;
+    }
+    let mut event = libc::epoll_event { events, u64: token };
+    // SAFETY: `event` is a valid epoll_event the kernel copies.
+    let ret =
+        unsafe { libc::epoll_ctl(epoll.as_raw_fd(), libc::EPOLL_CTL_ADD, fd, &raw mut event) };
+    if ret < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(())
+    }
+}
+
+/// Waits for events on `epoll` (retrying on `EINTR`): each as its token
+/// and whether it is input (`true`) or only a hang-up or error.
+pub(crate) fn epoll_wait(epoll: &OwnedFd) -> io::Result<Vec<(u64, bool)>> {
+    const MAX: usize = 16;
+    let mut events = [libc::epoll_event { events: 0, u64: 0 }; MAX];
+    loop {
+        // SAFETY: `events` holds MAX writable entries.
+        let n = unsafe { libc::epoll_wait(epoll.as_raw_fd(), events.as_mut_ptr(), MAX as i32, -1) };
+        match usize::try_from(n) {
+            Ok(n) => {
+                return Ok(events[..n]
+                    .iter()
+                    .map(|e| (e.u64, e.events & libc::EPOLLIN as u32 != 0))
+                    .collect());
+            }
+            Err(_) => {
+                let e = io::Error::last_os_error();
+                if e.raw_os_error() != Some(libc::EINTR) {
+                    return Err(e);
+                }
+            }
         }
     }
 }

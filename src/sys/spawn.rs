@@ -14,10 +14,10 @@
 
 use std::ffi::{CStr, CString, c_char, c_int, c_void};
 use std::io;
-use std::os::fd::RawFd;
+use std::os::fd::{FromRawFd, OwnedFd, RawFd};
 use std::sync::atomic::{AtomicI32, Ordering};
 
-use super::confine::restrict_self_raw;
+use super::confine::{Listener, install_shared_listener, restrict_self_raw};
 use super::fds::cloexec_all_but;
 use crate::terminal::SockFilter;
 
@@ -47,9 +47,12 @@ pub(crate) struct Plan<'a> {
     /// The Landlock ruleset to enforce, and the terminal filter installed
     /// with it (`None`: the child is not confined).
     pub(crate) confine: Option<(RawFd, &'a [SockFilter])>,
-    /// The connect supervisor's filter and the socket its listener goes
-    /// over, installed and sent with the confinement.
-    pub(crate) connect: Option<(&'a [SockFilter], RawFd)>,
+    /// The connect supervisor's filter, installed instead of the terminal
+    /// filter (it makes the same checks) when the child is confined. The
+    /// child then starts in the caller's descriptor table (`CLONE_FILES`),
+    /// so that the listener lands there: [`spawn`] returns it, with no
+    /// socket to send it over and no wait for a supervisor.
+    pub(crate) connect: Option<&'a [SockFilter]>,
     /// The descriptors above 2 that stay open across `execve`, sorted
     /// ascending; every other one is marked close-on-exec (`None`: all
     /// stay as they are).
@@ -68,6 +71,17 @@ struct Shared<'a, 'b> {
     plan: &'b mut Plan<'a>,
     caught: Option<u64>,
     errno: AtomicI32,
+    /// The supervisor's listener, once the child has installed it in the
+    /// table it shares with the caller; -1 before.
+    listener: AtomicI32,
+}
+
+impl Shared<'_, '_> {
+    /// Whether the child starts in the caller's descriptor table, to leave
+    /// the supervisor's listener there.
+    fn shares_table(&self) -> bool {
+        self.plan.confine.is_some() && self.plan.connect.is_some()
+    }
 }
 
 /// Starts the child described by `plan` and returns its pid once it has
@@ -77,10 +91,13 @@ struct Shared<'a, 'b> {
 /// before anything can be delivered there (a handler run in the child would
 /// run on the caller's memory).
 ///
+/// With [`Plan::connect`], the supervisor's listener comes back with the
+/// pid, in this process's table.
+///
 /// An error is the child's own (`ENOENT` when no candidate exists,
 /// `EACCES` when one exists but cannot be executed, or the confinement's
 /// errno), after the child has been reaped; or `clone`'s.
-pub(crate) fn spawn(plan: &mut Plan<'_>) -> io::Result<libc::pid_t> {
+pub(crate) fn spawn(plan: &mut Plan<'_>) -> io::Result<(libc::pid_t, Option<OwnedFd>)> {
     if plan.argv.last().is_none_or(|p| !p.is_null())
         || plan.envp.last().is_none_or(|p| !p.is_null())
         || plan.shell_argv.len() < 3
@@ -93,7 +110,12 @@ pub(crate) fn spawn(plan: &mut Plan<'_>) -> io::Result<libc::pid_t> {
         plan,
         caught: caught_signals(),
         errno: AtomicI32::new(0),
+        listener: AtomicI32::new(-1),
     };
+    let mut flags = libc::CLONE_VM | libc::CLONE_VFORK | libc::SIGCHLD;
+    if shared.shares_table() {
+        flags |= libc::CLONE_FILES;
+    }
     // Blocked for the child's first instructions: a handler of the caller's
     // must not run on the child's stack with the caller's memory.
     let all = full_signal_set();
@@ -106,11 +128,13 @@ pub(crate) fn spawn(plan: &mut Plan<'_>) -> io::Result<libc::pid_t> {
     // it: CLONE_VFORK suspends this thread until the child has exec'd or
     // exited, and the child touches only `shared` and what the plan's
     // slices point at, all owned by the caller and alive for this call.
+    // With CLONE_FILES the child changes no descriptor of the shared table
+    // but the listener it adds (see `prepare_and_exec`).
     let pid = unsafe {
         libc::clone(
             child,
             stack.top(),
-            libc::CLONE_VM | libc::CLONE_VFORK | libc::SIGCHLD,
+            flags,
             (&raw mut shared).cast::<c_void>(),
         )
     };
@@ -118,16 +142,35 @@ pub(crate) fn spawn(plan: &mut Plan<'_>) -> io::Result<libc::pid_t> {
     // SAFETY: `previous` is the mask read above.
     unsafe { libc::pthread_sigmask(libc::SIG_SETMASK, &raw const previous, std::ptr::null_mut()) };
     stack.put_back();
+    // The child leaves the listener's number before it leaves the shared
+    // table (one killed between the two would leave it unnamed, open until
+    // this process ends).
+    let listener = match shared.listener.load(Ordering::Acquire) {
+        -1 => None,
+        // SAFETY: the child made this descriptor in this process's table
+        // (CLONE_FILES) and keeps no claim on it: it closed its own copy in
+        // the table it then took, or exited.
+        fd => Some(unsafe { OwnedFd::from_raw_fd(fd) }),
+    };
     if pid < 0 {
         return Err(clone_error);
     }
     match shared.errno.load(Ordering::Acquire) {
-        0 => Ok(pid),
+        0 => Ok((pid, listener)),
         errno => {
+            drop(listener);
             reap(pid);
             Err(io::Error::from_raw_os_error(errno))
         }
     }
+}
+
+/// Kills and reaps a child of this process not reaped yet (so that its
+/// pid cannot name another process meanwhile).
+pub(crate) fn kill_and_reap(pid: libc::pid_t) {
+    // SAFETY: kill takes integers; `pid` is an unreaped child of ours.
+    unsafe { libc::kill(pid, libc::SIGKILL) };
+    reap(pid);
 }
 
 /// Reaps the child that failed before `execve` (it exited with 127).
@@ -237,7 +280,7 @@ extern "C" fn child(arg: *mut c_void) -> c_int {
     // SAFETY: `arg` is the `Shared` the caller passed to clone, alive and
     // not touched by the suspended caller until this child execs or exits.
     let shared = unsafe { &mut *arg.cast::<Shared<'_, '_>>() };
-    let errno = prepare_and_exec(shared.plan, shared.caught);
+    let errno = prepare_and_exec(shared);
     shared.errno.store(errno, Ordering::Release);
     // SAFETY: _exit ends this process at once, running nothing of the
     // caller's (no atexit handlers, no buffered output flushed twice).
@@ -245,11 +288,31 @@ extern "C" fn child(arg: *mut c_void) -> c_int {
 }
 
 /// The child's work; returns the errno that stopped it.
-fn prepare_and_exec(plan: &mut Plan<'_>, caught: Option<u64>) -> c_int {
-    reset_signal_handlers(caught);
+fn prepare_and_exec(shared: &mut Shared<'_, '_>) -> c_int {
+    reset_signal_handlers(shared.caught);
     let empty = empty_signal_set();
     // SAFETY: `empty` is a valid set; this task's mask only.
     unsafe { libc::sigprocmask(libc::SIG_SETMASK, &raw const empty, std::ptr::null_mut()) };
+    // Still in the caller's table: the supervisor's listener is made there
+    // and its number left for the caller; then a table of this child's own
+    // (a copy, what `fork` gives), where its copy of the listener is
+    // closed, before any other descriptor is touched.
+    let shares_table = shared.shares_table();
+    if let (true, Some(program)) = (shares_table, shared.plan.connect) {
+        let listener = match install_shared_listener(program) {
+            Ok(fd) => fd,
+            Err(step) => return step.errno(),
+        };
+        shared.listener.store(listener, Ordering::Release);
+        // SAFETY: unshare takes flags only; CLONE_FILES copies the table.
+        if unsafe { libc::unshare(libc::CLONE_FILES) } != 0 {
+            return errno();
+        }
+        // SAFETY: the copy of the listener in this child's own table, which
+        // nothing else here uses.
+        unsafe { libc::close(listener) };
+    }
+    let plan = &mut *shared.plan;
     for &(from, to) in plan.redirect {
         // SAFETY: dup2 on descriptors the caller keeps open for this call;
         // the copy at `to` is not close-on-exec.
@@ -264,7 +327,12 @@ fn prepare_and_exec(plan: &mut Plan<'_>, caught: Option<u64>) -> c_int {
         }
     }
     if let Some((ruleset, filter)) = plan.confine {
-        if let Err(step) = restrict_self_raw(ruleset, 0, filter, plan.connect) {
+        let connect = if shares_table {
+            Listener::Installed
+        } else {
+            Listener::None
+        };
+        if let Err(step) = restrict_self_raw(ruleset, 0, filter, connect) {
             return step.errno();
         }
     }

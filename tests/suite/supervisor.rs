@@ -138,6 +138,19 @@ fn in_a_single_threaded_fork(body: impl FnOnce() + std::panic::UnwindSafe) {
 mod needs_landlock {
     use super::*;
 
+    /// A fake home and a policy granting its project alone.
+    fn project_only() -> (FakeHome, strument_sandbox::Prepared) {
+        require_landlock();
+        let h = FakeHome::new();
+        let prepared = strument_sandbox::Policy {
+            writable: vec![h.project.clone().into()],
+            ..strument_sandbox::Policy::default()
+        }
+        .prepare()
+        .expect("prepare");
+        (h, prepared)
+    }
+
     #[test]
     fn services_outside_on_a_path_or_an_abstract_name_write_nothing_for_a_confined_command() {
         let h = FakeHome::new();
@@ -551,14 +564,7 @@ mod needs_landlock {
 
     #[test]
     fn a_connect_that_waits_stalls_no_other_confined_command() {
-        require_landlock();
-        let h = FakeHome::new();
-        let prepared = strument_sandbox::Policy {
-            writable: vec![h.project.clone().into()],
-            ..strument_sandbox::Policy::default()
-        }
-        .prepare()
-        .expect("prepare");
+        let (h, prepared) = project_only();
         // A: fills a socket's backlog (non-blocking connects answer EAGAIN),
         // then connects blocking: the supervisor's call waits for a slot.
         let stuck = format!(
@@ -580,5 +586,56 @@ mod needs_landlock {
         let out = b.output().expect("run B");
         drop(a);
         assert!(stdout(&out).contains("own abstract ok"), "{}", show(&out));
+    }
+
+    #[test]
+    fn a_command_gets_a_serving_thread_only_once_it_connects() {
+        let (h, prepared) = project_only();
+        let threads = || fs::read_dir("/proc/self/task").expect("/proc").count();
+        // The first child starts the supervisor's thread.
+        let mut first = Command::new("true");
+        prepared.confine(&mut first);
+        assert!(first.status().expect("run true").success());
+        let before = threads();
+        // Says `ready`, waits for a line, then binds a socket in the project
+        // and connects to it.
+        let script = format!(
+            "import socket, sys\nprint('ready', flush=True)\nsys.stdin.readline()\n\
+             p = '{}'\ns = socket.socket(socket.AF_UNIX); s.bind(p); s.listen(1)\n\
+             c = socket.socket(socket.AF_UNIX); c.connect(p)\nprint('connected', flush=True)\n\
+             sys.stdin.readline()",
+            h.project.join("own.sock").display()
+        );
+        let mut cmd = Command::new(python());
+        cmd.args(["-c", &script])
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped());
+        prepared.confine(&mut cmd);
+        let mut child = cmd.spawn().expect("spawn python");
+        let mut stdin = child.stdin.take().expect("stdin");
+        let mut lines = std::io::BufRead::lines(std::io::BufReader::new(
+            child.stdout.take().expect("stdout"),
+        ));
+        let mut next = || lines.next().and_then(Result::ok).unwrap_or_default();
+        assert_eq!(next(), "ready");
+        // Running, not connected yet: watched by the supervisor's thread,
+        // no thread of its own.
+        assert_eq!(
+            threads(),
+            before,
+            "a thread for a command that has not connected"
+        );
+        std::io::Write::write_all(&mut stdin, b"go\n").expect("write");
+        // Its first call gave it a thread, and was served.
+        assert_eq!(next(), "connected");
+        assert_eq!(
+            threads(),
+            before + 1,
+            "no thread serving the command that connected"
+        );
+        drop(stdin);
+        assert!(child.wait().expect("wait").success());
+        // Its socket is in the project: the bind was the kernel's, granted.
+        assert!(h.project.join("own.sock").exists());
     }
 }

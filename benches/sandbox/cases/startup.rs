@@ -14,7 +14,7 @@ use crate::project::{Bench, Project};
 use crate::report::Section;
 use crate::runner::{Variant, measure_short, peak_rss};
 use crate::stats::{Stats, dur, ratio, signed_dur};
-use crate::{BIN, fail};
+use crate::{BIN, MANIFEST_DIR, TARGET_TMPDIR, fail};
 
 /// `STRUMENT_BENCH_BEFORE`: another build of the CLI (an earlier commit's),
 /// measured in the same rounds as this one, so before and after sit side
@@ -31,6 +31,7 @@ pub fn run(bench: &Bench, config: &Config) -> Section {
         .prepare()
         .unwrap_or_else(|e| fail(&format!("prepare: {e}")));
     let before = std::env::var_os(BEFORE).map(PathBuf::from);
+    let installed = static_cli();
     let mut variants = vec![
         Variant::new("bare", "`true`", || project.bare(t, &[])),
         Variant::new("env", "`env true` (a wrapper that only execs)", || {
@@ -39,6 +40,17 @@ pub fn run(bench: &Bench, config: &Config) -> Section {
         Variant::new("run", "`strument-sandbox run -- true`", || {
             project.sandboxed(t, &[])
         }),
+        Variant::new(
+            "run-static",
+            "`strument-sandbox run -- true`, the static build (`cargo cli`, as the README installs it)",
+            || {
+                // The same arguments as the row above, to the other binary.
+                let mut cmd = Command::new(&installed);
+                cmd.args(project.sandboxed(t, &[]).get_args())
+                    .current_dir(&project.dir);
+                cmd
+            },
+        ),
     ];
     if let Some(before) = &before {
         variants.push(Variant::new(
@@ -67,6 +79,15 @@ pub fn run(bench: &Bench, config: &Config) -> Section {
             "`strument-sandbox --version` (the binary's own start: exec, dynamic link, runtime, argument parsing)",
             || {
                 let mut cmd = Command::new(BIN);
+                cmd.arg("--version").current_dir(&project.dir);
+                cmd
+            },
+        ),
+        Variant::new(
+            "version-static",
+            "`strument-sandbox --version`, the static build",
+            || {
+                let mut cmd = Command::new(&installed);
                 cmd.arg("--version").current_dir(&project.dir);
                 cmd
             },
@@ -169,6 +190,8 @@ pub fn run(bench: &Bench, config: &Config) -> Section {
     let over = over_bare("run");
     let exec_floor = over_bare("env");
     let own = over - exec_floor;
+    let over_static = over_bare("run-static");
+    let own_static = over_static - exec_floor;
     let before_note = match &before {
         Some(_) => format!(
             "; before: {} over bare, own work {}",
@@ -180,13 +203,16 @@ pub fn run(bench: &Bench, config: &Config) -> Section {
     section.target(
         "start-up: `run`'s own work (over `env true`) ≤ 0.4 ms",
         format!(
-            "{} over bare: the second exec alone (`env true`) costs {}, strument-sandbox's own \
-             work {}{before_note}",
-            signed_dur(over),
+            "the static build (`cargo cli`) {} over bare: the second exec alone (`env true`) \
+             costs {}, strument-sandbox's own work {}; the dynamically linked build (`cargo \
+             build`) {} over bare, own work {}{before_note}",
+            signed_dur(over_static),
             signed_dur(exec_floor),
+            signed_dur(own_static),
+            signed_dur(over),
             signed_dur(own),
         ),
-        own <= 0.4e-3,
+        own_static <= 0.4e-3,
     );
     let confine = over_bare("confine");
     let spawn = over_bare("spawn");
@@ -215,6 +241,34 @@ pub fn run(bench: &Bench, config: &Config) -> Section {
     ));
     phases(&mut section, bench, config);
     section
+}
+
+/// The CLI as the README installs it (`cargo cli`: static glibc), built
+/// once into the benchmark's own target directory.
+fn static_cli() -> PathBuf {
+    let dir = Path::new(TARGET_TMPDIR).join("static-cli");
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let built = Command::new(cargo)
+        .current_dir(MANIFEST_DIR)
+        .args(["cli", "--quiet", "--target-dir"])
+        .arg(&dir)
+        .status();
+    if !built.is_ok_and(|s| s.success()) {
+        fail(
+            "cannot build the static CLI (`cargo cli`, see .cargo/config.toml): it needs a \
+             cargo that knows `--target host-tuple` and glibc's static library (Debian: \
+             libc6-dev)",
+        );
+    }
+    // target/static-cli/<host triple>/release/strument-sandbox: one triple.
+    std::fs::read_dir(&dir)
+        .ok()
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|e| e.path().join("release/strument-sandbox"))
+        .find(|p| p.is_file())
+        .unwrap_or_else(|| fail(&format!("no static CLI under {}", dir.display())))
 }
 
 /// One phase of `run`'s work, run once.

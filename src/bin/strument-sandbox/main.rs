@@ -260,6 +260,7 @@ impl Failure {
 }
 
 fn main() -> ExitCode {
+    sys::one_malloc_arena();
     let cli = Cli::parse();
     let result = match cli.command {
         Cmd::Probe { json } => probe::cmd_probe(json),
