@@ -272,7 +272,9 @@ fn in_use(tool: &str, report: &Report, on_path: &dyn Fn(&str) -> bool) -> bool {
 pub(crate) fn path_dirs(path_var: &OsStr) -> Vec<PathBuf> {
     let mut dirs: Vec<PathBuf> = Vec::new();
     for dir in std::env::split_paths(path_var) {
-        if dir.is_absolute() && !dirs.contains(&dir) {
+        // As bytes: `Path`'s own equality walks components, a dozen times
+        // a directory here.
+        if dir.is_absolute() && !dirs.iter().any(|d| d.as_os_str() == dir.as_os_str()) {
             dirs.push(dir);
         }
     }
