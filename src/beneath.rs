@@ -123,9 +123,10 @@ impl Dir {
     }
 
     /// Removes the empty directory `name` here, never through a symlink.
-    /// Makes the directory `name` here (unless it is there) and opens it,
-    /// through no symlink: [`Dir::make_dir`] and [`Dir::dir`] in one
-    /// `mkdirat` and one `openat(O_NOFOLLOW)`.
+    /// Opens the directory `name` here, making it first when it is not
+    /// there, through no symlink: [`Dir::make_dir`] and [`Dir::dir`] in one
+    /// `openat(O_NOFOLLOW)` when it exists (the usual case), with a
+    /// `mkdirat` and a second `openat` when it does not.
     ///
     /// # Errors
     ///
@@ -133,18 +134,26 @@ impl Dir {
     /// (`ELOOP`/`ENOTDIR` for a symlink or a file at the name).
     pub(crate) fn make_open_dir(&self, name: &OsStr, mode: libc::mode_t) -> io::Result<Dir> {
         let c = plain_name(name)?;
+        let open = || {
+            sys::openat(
+                self.fd.as_fd(),
+                &c,
+                libc::O_PATH | libc::O_NOFOLLOW | libc::O_DIRECTORY,
+                0,
+            )
+        };
+        match open() {
+            Ok(fd) => return Ok(Dir { fd }),
+            Err(e) if e.raw_os_error() == Some(libc::ENOENT) => {}
+            Err(e) => return Err(e),
+        }
         match sys::mkdirat(self.fd.as_fd(), &c, mode) {
             Ok(()) => {}
+            // Made by someone else in between: opened (and checked) below.
             Err(e) if e.raw_os_error() == Some(libc::EEXIST) => {}
             Err(e) => return Err(e),
         }
-        let fd = sys::openat(
-            self.fd.as_fd(),
-            &c,
-            libc::O_PATH | libc::O_NOFOLLOW | libc::O_DIRECTORY,
-            0,
-        )?;
-        Ok(Dir { fd })
+        Ok(Dir { fd: open()? })
     }
 
     /// The owner and mode of this directory, from its descriptor.
