@@ -288,7 +288,7 @@ fn phases(section: &mut Section, bench: &Bench, config: &Config) {
         .create_caches(false)
         .open()
         .unwrap_or_else(|e| fail(&format!("session: {e}")));
-    let phases: [(&str, Phase<'_>); 7] = [
+    let phases: [(&str, Phase<'_>); 8] = [
         (
             "`create_missing_caches` (all present: the stamp check)",
             Box::new(|| drop(writable::create_missing_caches())),
@@ -317,6 +317,15 @@ fn phases(section: &mut Section, bench: &Bench, config: &Config) {
             "`Session::open` without creating caches (`default_writable`, `prepare`, `Snapshot::take`)",
             Box::new(|| drop(Session::builder(dir).create_caches(false).open())),
         ),
+        (
+            "the same, then `confine` and the session's end: the row above plus the session \
+             directory, made for the command's daemons and removed when left empty",
+            Box::new(|| {
+                if let Ok(session) = Session::builder(dir).create_caches(false).open() {
+                    session.confine(&mut Command::new("true"));
+                }
+            }),
+        ),
     ];
     drop(session);
     let runs = config.startup_runs;
@@ -333,8 +342,9 @@ fn phases(section: &mut Section, bench: &Bench, config: &Config) {
     section.prose(format!(
         "Phase by phase, in this process: the median of {runs} runs of each, interleaved. \
          `run` does `create_missing_caches`, then `Session::open` (`default_writable`, \
-         `Policy::prepare`, `Snapshot::take`), spawns the command, and compares the \
-         snapshot after it; the rest of its time is the binary's own start (the \
+         `Policy::prepare`, `Snapshot::take`), makes the session directory (`TMUX_TMPDIR` \
+         and the like, under `/tmp`), spawns the command, compares the snapshot after it \
+         and removes the directory; the rest of its time is the binary's own start (the \
          `--version` row above) and the child's start (the `Spawn::spawn` row)."
     ));
     let rows = phases
