@@ -35,6 +35,37 @@ pub struct Prepared {
     environment: Vec<Setting>,
     /// Decides every `connect` and `bind` of the children confined here.
     connect: Arc<Supervisor>,
+    /// The session directory the environment names, removed with the last
+    /// clone if it was made and nothing was left in it.
+    session_dir: Arc<SessionDir>,
+}
+
+/// The session directory of one [`Prepared`] and its clones
+/// (`/tmp/strument-sandbox-<uid>/<key>`): made for the first command that
+/// gets the environment, removed when the last clone goes if nothing was
+/// left in it (a daemon's socket keeps it). A long-running agent that
+/// prepares a policy per task leaves no directory behind.
+#[derive(Debug)]
+struct SessionDir {
+    environment: Vec<Setting>,
+    made: std::sync::atomic::AtomicBool,
+}
+
+impl SessionDir {
+    /// Notes the outcome of making the directory for a command.
+    fn made(&self, result: &io::Result<()>) {
+        if result.is_ok() {
+            self.made.store(true, std::sync::atomic::Ordering::Relaxed);
+        }
+    }
+}
+
+impl Drop for SessionDir {
+    fn drop(&mut self) {
+        if self.made.load(std::sync::atomic::Ordering::Relaxed) {
+            environment::remove_session_dir(&self.environment);
+        }
+    }
 }
 
 impl Prepared {
@@ -51,6 +82,10 @@ impl Prepared {
             ruleset,
             filter,
             keep_fds: Vec::new(),
+            session_dir: Arc::new(SessionDir {
+                environment: environment.clone(),
+                made: std::sync::atomic::AtomicBool::new(false),
+            }),
             environment,
             connect: Arc::new(connect),
         }
@@ -82,7 +117,9 @@ impl Prepared {
     ) -> Vec<(&'static str, &OsString)> {
         // Without the session directory the tools keep their defaults,
         // which the rest of the sandbox still confines (as in `confine`).
-        environment::to_set(&self.environment, chosen).0
+        let (set, made) = environment::to_set(&self.environment, chosen);
+        self.session_dir.made(&made);
+        set
     }
 
     /// Keeps the descriptors `fds` open in every command this confines.
@@ -137,13 +174,16 @@ impl Prepared {
 
     /// Sets [`Prepared::environment`] on `cmd`, making the session
     /// directory it names; on failure those variables are left out and the
-    /// error returned.
+    /// error returned. The directory goes with the last clone of this
+    /// `Prepared` when nothing was left in it.
     ///
     /// # Errors
     ///
     /// The OS error of making the session directory.
     pub fn set_environment(&self, cmd: &mut Command) -> io::Result<()> {
-        environment::apply(&self.environment, cmd)
+        let made = environment::apply(&self.environment, cmd);
+        self.session_dir.made(&made);
+        made
     }
 
     /// What enforcing this ruleset grants.

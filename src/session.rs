@@ -46,7 +46,10 @@ pub use crate::wait::{PlainWait, Waiter};
 ///
 /// Made by [`SessionBuilder::open`]. A session is `Send` and `Sync`: share
 /// it (in an `Arc`) between the tasks that start commands. It never
-/// confines the process that holds it.
+/// confines the process that holds it. Its session directory
+/// (`/tmp/strument-sandbox-<uid>/<key>`, where its commands' tmux, sccache
+/// and Gradle find their daemons) goes with it when nothing was left there;
+/// a daemon's socket keeps it.
 ///
 /// # Examples
 ///
@@ -74,15 +77,6 @@ pub struct Session {
     created: Vec<PathBuf>,
     /// The files that run later, as they were after the last report.
     tripwire: Mutex<Snapshot>,
-}
-
-/// The session's directory (`/tmp/strument-sandbox-<uid>/<key>`, where
-/// its commands' tmux, sccache and Gradle find their daemons) goes with
-/// the session when nothing was left in it; a daemon's socket keeps it.
-impl Drop for Session {
-    fn drop(&mut self) {
-        crate::environment::remove_session_dir(self.prepared.environment());
-    }
 }
 
 /// What to confine a [`Session`] to: the project, the state directory and

@@ -199,22 +199,45 @@ impl Spawn {
                 .is_some_and(|vars| vars.iter().any(|(k, _)| k == name))
         };
         let extra = prepared.environment_to_set(&chosen);
-        // The child's listener lands in this process's table (the child
-        // starts in it: no socket, no wait), and is served by a thread of
-        // its own started once the child has exec'd.
         let supervisor = prepared.supervisor();
-        let connect = Some(supervisor.program());
-        let (pid, listener) = self.start(Some((ruleset, filter)), connect, Some(keep), &extra)?;
-        let served = match listener {
-            Some(listener) => supervisor.serve_child(listener, pid),
-            None => Err(io::Error::from_raw_os_error(libc::EBADF)),
-        };
-        // Without the supervisor nothing may run, as with `confine`: the
-        // child, whose connects would all fail, is stopped.
-        if let Err(e) = served {
-            sys::kill_and_reap(pid);
-            return Err(e);
+        let confine = Some((ruleset, filter));
+        if sys::shares_tables() {
+            // The child's listener lands in this process's table (the child
+            // starts in it: no socket, no wait) and is watched by the
+            // supervisor's thread from then on.
+            let program = supervisor.program();
+            let started = self.start(
+                confine,
+                Some(sys::Connect::Share(program)),
+                Some(keep),
+                &extra,
+            );
+            match started {
+                Ok((pid, listener)) => {
+                    let served = match listener {
+                        Some(listener) => supervisor.serve_child(listener, pid),
+                        None => Err(io::Error::from_raw_os_error(libc::EBADF)),
+                    };
+                    // Without the supervisor nothing may run, as with
+                    // `confine`: the child, whose connects would all fail,
+                    // is stopped.
+                    if let Err(e) = served {
+                        sys::kill_and_reap(pid);
+                        return Err(e);
+                    }
+                    return Ok(Spawned::started(pid));
+                }
+                // The child could not leave this process's table: started
+                // again below, handing its listener over instead.
+                Err(_) if !sys::shares_tables() => {}
+                Err(e) => return Err(e),
+            }
         }
+        // The child sends its listener to the supervisor's thread and waits
+        // for it to be taken, as a child of `confine` does.
+        let hook = supervisor.hook()?;
+        let connect = Some(sys::Connect::Send(hook.program(), hook.sender()));
+        let (pid, _) = self.start(confine, connect, Some(keep), &extra)?;
         Ok(Spawned::started(pid))
     }
 
@@ -229,7 +252,7 @@ impl Spawn {
     fn start(
         &self,
         confine: Option<(RawFd, &[crate::terminal::SockFilter])>,
-        connect: Option<&[crate::terminal::SockFilter]>,
+        connect: Option<sys::Connect<'_>>,
         keep: Option<&[RawFd]>,
         extra_env: &[(&str, &OsString)],
     ) -> io::Result<(libc::pid_t, Option<std::os::fd::OwnedFd>)> {

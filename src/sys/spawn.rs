@@ -15,7 +15,7 @@
 use std::ffi::{CStr, CString, c_char, c_int, c_void};
 use std::io;
 use std::os::fd::{FromRawFd, OwnedFd, RawFd};
-use std::sync::atomic::{AtomicI32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 
 use super::confine::{Listener, install_shared_listener, restrict_self_raw};
 use super::fds::cloexec_all_but;
@@ -48,11 +48,9 @@ pub(crate) struct Plan<'a> {
     /// with it (`None`: the child is not confined).
     pub(crate) confine: Option<(RawFd, &'a [SockFilter])>,
     /// The connect supervisor's filter, installed instead of the terminal
-    /// filter (it makes the same checks) when the child is confined. The
-    /// child then starts in the caller's descriptor table (`CLONE_FILES`),
-    /// so that the listener lands there: [`spawn`] returns it, with no
-    /// socket to send it over and no wait for a supervisor.
-    pub(crate) connect: Option<&'a [SockFilter]>,
+    /// filter (it makes the same checks) when the child is confined, and
+    /// how its listener leaves the child.
+    pub(crate) connect: Option<Connect<'a>>,
     /// The descriptors above 2 that stay open across `execve`, sorted
     /// ascending; every other one is marked close-on-exec (`None`: all
     /// stay as they are).
@@ -62,6 +60,31 @@ pub(crate) struct Plan<'a> {
     /// run on meanwhile (only the calling one is suspended), so it must
     /// touch nothing they change.
     pub(crate) hook: Option<&'a (dyn Fn() -> c_int + Sync)>,
+}
+
+/// How a confined child's listener reaches the connect supervisor.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Connect<'a> {
+    /// The child starts in the caller's descriptor table (`CLONE_FILES`),
+    /// so that the listener lands there: [`spawn`] returns it, with no
+    /// socket to send it over and no wait for a supervisor. Where the child
+    /// cannot then take a table of its own (`unshare` refused, as Docker's
+    /// default seccomp profile does without `CAP_SYS_ADMIN`), the spawn
+    /// fails, [`shares_tables`] answers `false` from then on, and the
+    /// caller starts the child again with [`Connect::Send`].
+    Share(&'a [SockFilter]),
+    /// The child sends the listener over this socket and waits for the
+    /// supervisor to take it, as a forked child does (`sys::send_listener`).
+    Send(&'a [SockFilter], RawFd),
+}
+
+/// Whether children may start in the caller's descriptor table: true until
+/// one could not leave it.
+static TABLES_SHARED: AtomicBool = AtomicBool::new(true);
+
+/// Whether [`Connect::Share`] may be used (see there).
+pub(crate) fn shares_tables() -> bool {
+    TABLES_SHARED.load(Ordering::Relaxed)
 }
 
 /// The block shared with the child: the plan, the signals the caller
@@ -74,13 +97,15 @@ struct Shared<'a, 'b> {
     /// The supervisor's listener, once the child has installed it in the
     /// table it shares with the caller; -1 before.
     listener: AtomicI32,
+    /// Set by a child whose `unshare(CLONE_FILES)` was refused.
+    unshare_refused: AtomicBool,
 }
 
 impl Shared<'_, '_> {
     /// Whether the child starts in the caller's descriptor table, to leave
     /// the supervisor's listener there.
     fn shares_table(&self) -> bool {
-        self.plan.confine.is_some() && self.plan.connect.is_some()
+        self.plan.confine.is_some() && matches!(self.plan.connect, Some(Connect::Share(_)))
     }
 }
 
@@ -111,6 +136,7 @@ pub(crate) fn spawn(plan: &mut Plan<'_>) -> io::Result<(libc::pid_t, Option<Owne
         caught: caught_signals(),
         errno: AtomicI32::new(0),
         listener: AtomicI32::new(-1),
+        unshare_refused: AtomicBool::new(false),
     };
     let mut flags = libc::CLONE_VM | libc::CLONE_VFORK | libc::SIGCHLD;
     if shared.shares_table() {
@@ -160,6 +186,9 @@ pub(crate) fn spawn(plan: &mut Plan<'_>) -> io::Result<(libc::pid_t, Option<Owne
         errno => {
             drop(listener);
             reap(pid);
+            if shared.unshare_refused.load(Ordering::Acquire) {
+                TABLES_SHARED.store(false, Ordering::Relaxed);
+            }
             Err(io::Error::from_raw_os_error(errno))
         }
     }
@@ -298,7 +327,7 @@ fn prepare_and_exec(shared: &mut Shared<'_, '_>) -> c_int {
     // (a copy, what `fork` gives), where its copy of the listener is
     // closed, before any other descriptor is touched.
     let shares_table = shared.shares_table();
-    if let (true, Some(program)) = (shares_table, shared.plan.connect) {
+    if let (true, Some(Connect::Share(program))) = (shares_table, shared.plan.connect) {
         let listener = match install_shared_listener(program) {
             Ok(fd) => fd,
             Err(step) => return step.errno(),
@@ -306,6 +335,7 @@ fn prepare_and_exec(shared: &mut Shared<'_, '_>) -> c_int {
         shared.listener.store(listener, Ordering::Release);
         // SAFETY: unshare takes flags only; CLONE_FILES copies the table.
         if unsafe { libc::unshare(libc::CLONE_FILES) } != 0 {
+            shared.unshare_refused.store(true, Ordering::Release);
             return errno();
         }
         // SAFETY: the copy of the listener in this child's own table, which
@@ -327,10 +357,10 @@ fn prepare_and_exec(shared: &mut Shared<'_, '_>) -> c_int {
         }
     }
     if let Some((ruleset, filter)) = plan.confine {
-        let connect = if shares_table {
-            Listener::Installed
-        } else {
-            Listener::None
+        let connect = match plan.connect {
+            _ if shares_table => Listener::Installed,
+            Some(Connect::Send(program, sender)) => Listener::Send(program, sender),
+            Some(Connect::Share(_)) | None => Listener::None,
         };
         if let Err(step) = restrict_self_raw(ruleset, 0, filter, connect) {
             return step.errno();

@@ -18,6 +18,10 @@
 #                one, and pidfd_getfd without CAP_SYS_PTRACE, which the
 #                connect supervisor needs: no scenarios (mode `refused`),
 #                `run` must refuse, saying why, and nothing runs
+#   docker-ptrace the same profile with --cap-add SYS_PTRACE, which `run`'s
+#                refusal above advises: every scenario passes (the profile
+#                still refuses unshare, so each confined child hands its
+#                connect listener over instead of leaving it in run's table)
 #   no-landlock  disabled scenarios as that user, under podman's default
 #                profile with the three Landlock syscalls taken out, so they
 #                get the profile's default errno: `run` must refuse and
@@ -54,9 +58,10 @@ case $container_case in
   root) mode=enabled as_user='' profile='' ;;
   user) mode=enabled as_user=1 profile='' ;;
   docker) mode=refused as_user=1 profile=docker ;;
+  docker-ptrace) mode=enabled as_user=1 profile=docker ;;
   no-landlock) mode=disabled as_user=1 profile=no-landlock ;;
   *)
-    echo "usage: $0 root|user|docker|no-landlock" >&2
+    echo "usage: $0 root|user|docker|docker-ptrace|no-landlock" >&2
     exit 2
     ;;
 esac
@@ -168,6 +173,10 @@ security_args=()
 if [ "$profile" = docker ]; then
   say "seccomp profile: Docker's default (tests/container/docker-seccomp.json)"
   security_args=(--security-opt "seccomp=$here/docker-seccomp.json")
+  if [ "$container_case" = docker-ptrace ]; then
+    say "capability added: SYS_PTRACE (the profile then allows pidfd_getfd)"
+    security_args+=(--cap-add SYS_PTRACE)
+  fi
 elif [ "$profile" = no-landlock ]; then
   default_profile=${CONTAINER_SECCOMP:-/usr/share/containers/seccomp.json}
   [ -r "$default_profile" ] ||

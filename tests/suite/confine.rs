@@ -105,6 +105,37 @@ mod needs_landlock {
     use super::*;
 
     #[test]
+    fn the_session_directory_goes_with_the_last_clone_of_the_prepared_policy() {
+        require_landlock();
+        let h = FakeHome::new();
+        let prepared = Policy {
+            writable: vec![h.project.clone().into()],
+            ..Policy::default()
+        }
+        .prepare()
+        .expect("prepare");
+        let clone = prepared.clone();
+        let mut cmd = Command::new("sh");
+        cmd.args(["-c", "echo \"$TMUX_TMPDIR\""]);
+        prepared.confine(&mut cmd);
+        let out = output(&mut cmd);
+        assert_success(&out);
+        let dir = std::path::PathBuf::from(String::from_utf8_lossy(&out.stdout).trim());
+        assert!(dir.starts_with("/tmp") && dir.is_dir(), "{}", show(&out));
+        // Kept while a clone can still start commands there.
+        drop(prepared);
+        assert!(dir.is_dir(), "removed while a clone of the policy lives");
+        // Gone with the last one: an agent preparing a policy per task leaves
+        // no directory behind.
+        drop(clone);
+        assert!(
+            !dir.exists(),
+            "an empty session directory stayed: {}",
+            dir.display()
+        );
+    }
+
+    #[test]
     fn landlock_is_available_on_this_kernel() {
         // The precondition every test below asserts too, alone: when this
         // fails, the others' failures say nothing more.

@@ -638,4 +638,38 @@ mod needs_landlock {
         // Its socket is in the project: the bind was the kernel's, granted.
         assert!(h.project.join("own.sock").exists());
     }
+
+    #[test]
+    fn where_a_container_refuses_unshare_run_hands_the_listener_over_and_still_decides() {
+        // Docker's default seccomp profile refuses unshare without
+        // CAP_SYS_ADMIN: a child of `run` cannot leave the descriptor table
+        // it starts in, so it is started again and sends its listener over.
+        let h = FakeHome::new();
+        let outside = h.home.join("service.sock");
+        let addr = outside.to_str().expect("UTF-8").to_owned();
+        let log = h.home.join("accepted.log");
+        let _service = Service::start(&addr, &log);
+        let target = h.home.join("written-for-a-confined-client");
+        let script = format!(
+            "{py} {fx} own {project} && {py} {fx} ask {addr} {target}",
+            py = py(),
+            fx = fixture(),
+            project = h.project.display(),
+            target = target.display(),
+        );
+        let mut cmd = h.run_command(&h.project, &[], &["sh", "-c", &script]);
+        support::without_syscalls(&mut cmd, &[libc::SYS_unshare], libc::EPERM);
+        let out = output(&mut cmd);
+        assert_success(&out);
+        // Granted: the command's own sockets, bound and connected.
+        assert!(stdout(&out).contains("own abstract ok"), "{}", show(&out));
+        // Refused: the service outside, which wrote nothing.
+        assert!(
+            stdout(&out).contains(&format!("refused: errno {}", libc::EACCES)),
+            "{}",
+            show(&out)
+        );
+        assert!(!target.exists(), "the service wrote for a confined command");
+        assert!(!log.exists(), "the service accepted a confined connection");
+    }
 }

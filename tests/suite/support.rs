@@ -343,7 +343,21 @@ pub fn require_tool(tool: &str, package: &str) -> PathBuf {
 /// with Landlock disabled at boot (EOPNOTSUPP) or behind a container's
 /// filter (EPERM) answers.
 pub fn without_landlock(cmd: &mut Command, errno: i32) {
-    let program = landlock_filter(errno);
+    without_syscalls(
+        cmd,
+        &[
+            libc::SYS_landlock_create_ruleset,
+            libc::SYS_landlock_add_rule,
+            libc::SYS_landlock_restrict_self,
+        ],
+        errno,
+    );
+}
+
+/// Makes `cmd` run under a seccomp filter that fails each of `syscalls`
+/// with `errno`, as a container's profile does.
+pub fn without_syscalls(cmd: &mut Command, syscalls: &[i64], errno: i32) {
+    let program = errno_filter(syscalls, errno);
     let hook = move || seccompiler::apply_filter(&program).map_err(std::io::Error::other);
     // SAFETY: the hook runs between fork and exec and only issues the prctl
     // and seccomp syscalls on a program compiled before the fork.
@@ -352,16 +366,10 @@ pub fn without_landlock(cmd: &mut Command, errno: i32) {
     }
 }
 
-fn landlock_filter(errno: i32) -> seccompiler::BpfProgram {
+fn errno_filter(syscalls: &[i64], errno: i32) -> seccompiler::BpfProgram {
     use seccompiler::{SeccompAction, SeccompFilter, TargetArch};
-    let rules: BTreeMap<i64, Vec<seccompiler::SeccompRule>> = [
-        libc::SYS_landlock_create_ruleset,
-        libc::SYS_landlock_add_rule,
-        libc::SYS_landlock_restrict_self,
-    ]
-    .into_iter()
-    .map(|nr| (nr, Vec::new()))
-    .collect();
+    let rules: BTreeMap<i64, Vec<seccompiler::SeccompRule>> =
+        syscalls.iter().map(|nr| (*nr, Vec::new())).collect();
     let arch = TargetArch::try_from(std::env::consts::ARCH).expect("a seccompiler target arch");
     let filter = SeccompFilter::new(
         rules,
