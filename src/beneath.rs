@@ -122,7 +122,6 @@ impl Dir {
         }
     }
 
-    /// Removes the empty directory `name` here, never through a symlink.
     /// Opens the directory `name` here, making it first when it is not
     /// there, through no symlink: [`Dir::make_dir`] and [`Dir::dir`] in one
     /// `openat(O_NOFOLLOW)` when it exists (the usual case), with a
@@ -165,6 +164,7 @@ impl Dir {
         sys::fstat_owner(self.fd.as_fd())
     }
 
+    /// Removes the empty directory `name` here, never through a symlink.
     pub(crate) fn remove_empty_dir(&self, name: &OsStr) -> io::Result<()> {
         sys::rmdirat(self.fd.as_fd(), &plain_name(name)?)
     }

@@ -182,8 +182,9 @@ impl Identity {
     }
 }
 
-/// A watched path: what it is, and its identity when the snapshot was
-/// taken (`None`: it did not exist).
+/// A watched path that existed: what it is, and its identity when the
+/// snapshot was taken (a path that did not exist is kept apart, in
+/// `Snapshot::absent`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 struct Entry {
     runs: Runs,
@@ -684,20 +685,14 @@ fn watch(project: &Path, git_dirs: &[PathBuf]) -> (BTreeMap<WatchedPath, Entry>,
     };
     // A file that cannot be examined counts as absent, as it always has:
     // a change that makes it unreadable is reported as a deletion.
-    let mut add_maybe =
-        |path: PathBuf, runs: Runs, maybe: bool| match maybe.then(|| Identity::of(&path)).flatten()
-        {
-            Some(identity) => {
-                entries.insert(
-                    WatchedPath(path),
-                    Entry {
-                        runs,
-                        identity: Some(identity),
-                    },
-                );
-            }
-            None => absent.push(path),
-        };
+    let mut add_maybe = |path: PathBuf, runs: Runs, maybe: bool| {
+        let identity = if maybe { Identity::of(&path) } else { None };
+        if identity.is_some() {
+            entries.insert(WatchedPath(path), Entry { runs, identity });
+        } else {
+            absent.push(path);
+        }
+    };
     add_maybe(project.join(".git"), Runs::DotGit, listed(".git"));
     for (rel, runs) in PROJECT_FILES {
         add_maybe(project.join(rel), *runs, listed(rel));
