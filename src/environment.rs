@@ -430,7 +430,7 @@ pub(crate) fn make_session_dir(dir: &Path) -> io::Result<()> {
 }
 
 /// The session directory `settings` name (the one `TMUX_TMPDIR` holds).
-fn session_dir_of(settings: &[Setting]) -> Option<PathBuf> {
+pub(crate) fn session_dir_of(settings: &[Setting]) -> Option<PathBuf> {
     settings
         .iter()
         .find(|s| s.variable == "TMUX_TMPDIR")
@@ -445,16 +445,13 @@ fn session_levels(dir: &Path) -> Option<(&Path, &OsStr, &OsStr)> {
     Some((user_dir.parent()?, user_dir.file_name()?, key))
 }
 
-/// Removes the session directory of `settings` when nothing was left in
-/// it: a daemon a command left there (a tmux server's socket) keeps it.
-/// Reached beneath the per-user directory, opened through no symlink, as
-/// [`make_session_dir`] made it. Best effort: nothing to report if it
-/// fails.
-pub(crate) fn remove_session_dir(settings: &[Setting]) {
-    let Some(dir) = session_dir_of(settings) else {
-        return;
-    };
-    let Some((parent, user, key)) = session_levels(&dir) else {
+/// Removes the session directory `dir` ([`session_dir_of`]) when nothing
+/// was left in it: a daemon a command left there (a tmux server's socket)
+/// keeps it. Reached beneath the per-user directory, opened through no
+/// symlink, as [`make_session_dir`] made it. Best effort: nothing to report
+/// if it fails.
+pub(crate) fn remove_session_dir(dir: &Path) {
+    let Some((parent, user, key)) = session_levels(dir) else {
         return;
     };
     let _ = Dir::anchor(parent)

@@ -47,7 +47,8 @@ pub struct Prepared {
 /// prepares a policy per task leaves no directory behind.
 #[derive(Debug)]
 struct SessionDir {
-    environment: Vec<Setting>,
+    /// Where the environment points (`None`: nowhere, nothing to remove).
+    dir: Option<std::path::PathBuf>,
     made: std::sync::atomic::AtomicBool,
 }
 
@@ -62,8 +63,11 @@ impl SessionDir {
 
 impl Drop for SessionDir {
     fn drop(&mut self) {
-        if self.made.load(std::sync::atomic::Ordering::Relaxed) {
-            environment::remove_session_dir(&self.environment);
+        match &self.dir {
+            Some(dir) if self.made.load(std::sync::atomic::Ordering::Relaxed) => {
+                environment::remove_session_dir(dir);
+            }
+            _ => {}
         }
     }
 }
@@ -83,7 +87,7 @@ impl Prepared {
             filter,
             keep_fds: Vec::new(),
             session_dir: Arc::new(SessionDir {
-                environment: environment.clone(),
+                dir: environment::session_dir_of(&environment),
                 made: std::sync::atomic::AtomicBool::new(false),
             }),
             environment,

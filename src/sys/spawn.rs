@@ -326,8 +326,7 @@ fn prepare_and_exec(shared: &mut Shared<'_, '_>) -> c_int {
     // and its number left for the caller; then a table of this child's own
     // (a copy, what `fork` gives), where its copy of the listener is
     // closed, before any other descriptor is touched.
-    let shares_table = shared.shares_table();
-    if let (true, Some(Connect::Share(program))) = (shares_table, shared.plan.connect) {
+    if let (true, Some(Connect::Share(program))) = (shared.shares_table(), shared.plan.connect) {
         let listener = match install_shared_listener(program) {
             Ok(fd) => fd,
             Err(step) => return step.errno(),
@@ -357,10 +356,11 @@ fn prepare_and_exec(shared: &mut Shared<'_, '_>) -> c_int {
         }
     }
     if let Some((ruleset, filter)) = plan.confine {
+        // Confined, a `Share` child installed its filter above.
         let connect = match plan.connect {
-            _ if shares_table => Listener::Installed,
+            Some(Connect::Share(_)) => Listener::Installed,
             Some(Connect::Send(program, sender)) => Listener::Send(program, sender),
-            Some(Connect::Share(_)) | None => Listener::None,
+            None => Listener::None,
         };
         if let Err(step) = restrict_self_raw(ruleset, 0, filter, connect) {
             return step.errno();
