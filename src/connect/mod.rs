@@ -525,15 +525,14 @@ impl Supervisor {
     pub(crate) fn start_helper(&self) -> io::Result<ChildHook> {
         let (ours, theirs) = sys::seqpacket_pair()?;
         let shared = Arc::clone(&self.shared);
-        // The intermediate process sends the helper's pid: no wait here
-        // for the helper to be scheduled.
-        sys::fork_helper(&theirs, move |socket| {
+        // No wait here for the helper to be scheduled: its pid is known
+        // once the intermediate child has forked it.
+        let helper = sys::fork_helper(&theirs, move |socket| {
             if let Ok(Some((listener, command))) = sys::recv_listener(&socket) {
                 serve::serve(serve::served(listener), command, shared);
             }
         })?;
         drop(theirs);
-        let helper = sys::recv_pid(&ours)?;
         sys::allow_ptracer(helper)?;
         Ok(ChildHook {
             program: Arc::clone(&self.program),

@@ -6,6 +6,7 @@
 mod confine;
 mod fds;
 mod fs;
+mod helper;
 mod inet_diag;
 mod landlock;
 mod netlink;
@@ -18,6 +19,7 @@ mod spawn;
 pub(crate) use confine::*;
 pub(crate) use fds::*;
 pub(crate) use fs::*;
+pub(crate) use helper::fork_helper;
 pub(crate) use inet_diag::*;
 pub(crate) use landlock::*;
 pub(crate) use netlink::*;

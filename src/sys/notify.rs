@@ -597,73 +597,6 @@ pub(crate) fn is_nonblocking(fd: BorrowedFd<'_>) -> io::Result<bool> {
     }
 }
 
-/// Starts a helper process, detached from the caller (forked twice, in a
-/// session of its own, so that neither the caller's `waitpid` nor a signal
-/// to its process group reaches it), that keeps only `keep` (as fd 3, with
-/// 0-2 on `/dev/null`), runs `body` and exits. Returns once the
-/// intermediate child is reaped; it sends the helper's pid over `keep`
-/// first ([`send_pid`]), so the caller need not wait for the helper to run.
-///
-/// The helper runs Rust code after `fork`: when the caller has other
-/// threads this relies on glibc's fork handlers leaving `malloc` usable in
-/// the child; the helper takes no lock of the caller's besides.
-pub(crate) fn fork_helper(keep: &OwnedFd, body: impl FnOnce(OwnedFd)) -> io::Result<()> {
-    // SAFETY: fork has no memory-safety preconditions; the child below
-    // only makes syscalls and runs `body`, then exits without unwinding
-    // into the caller's stack frames.
-    let first = unsafe { libc::fork() };
-    if first < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    if first > 0 {
-        let mut status = 0;
-        // SAFETY: `status` is a valid int for the kernel to write.
-        while unsafe { libc::waitpid(first, &raw mut status, 0) } < 0 {
-            let e = io::Error::last_os_error();
-            if e.raw_os_error() != Some(libc::EINTR) {
-                return Err(e);
-            }
-        }
-        return if libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0 {
-            Ok(())
-        } else {
-            Err(io::Error::other("the helper process could not be started"))
-        };
-    }
-    // The intermediate child: start the helper and leave at once.
-    // SAFETY: as above.
-    let second = unsafe { libc::fork() };
-    if second != 0 {
-        let sent = second > 0 && send_pid(keep, second).is_ok();
-        // SAFETY: _exit ends this process without running the caller's
-        // atexit handlers or destructors.
-        unsafe { libc::_exit(if sent { 0 } else { 1 }) };
-    }
-    // SAFETY: setsid, dup2, close_range, open and _exit take integers and
-    // a NUL-terminated literal; they touch no Rust-owned memory.
-    unsafe {
-        libc::setsid();
-        if keep.as_raw_fd() != 3 {
-            libc::dup2(keep.as_raw_fd(), 3);
-        }
-        libc::syscall(libc::SYS_close_range, 4u32, u32::MAX, 0u32);
-        let null = libc::open(c"/dev/null".as_ptr(), libc::O_RDWR);
-        if null >= 0 {
-            for fd in 0..3 {
-                libc::dup2(null, fd);
-            }
-            if null > 3 {
-                libc::close(null);
-            }
-        }
-    }
-    // SAFETY: fd 3 is the kept socket, owned by this process alone now.
-    let kept = unsafe { OwnedFd::from_raw_fd(3) };
-    body(kept);
-    // SAFETY: as above.
-    unsafe { libc::_exit(0) }
-}
-
 /// `prctl(PR_SET_PTRACER, pid)`: under Yama's `ptrace_scope` 1 a process
 /// may read another's memory and descriptors only if it is an ancestor,
 /// or was named this way. `EINVAL` without Yama, which needs nothing.
@@ -674,39 +607,6 @@ pub(crate) fn allow_ptracer(pid: i32) -> io::Result<()> {
         Ok(())
     } else {
         Err(io::Error::last_os_error())
-    }
-}
-
-/// Sends `pid` as a 4-byte message.
-pub(crate) fn send_pid(socket: &OwnedFd, pid: i32) -> io::Result<()> {
-    let bytes = pid.to_ne_bytes();
-    // SAFETY: `bytes` is readable for its length.
-    let n = unsafe {
-        libc::send(
-            socket.as_raw_fd(),
-            bytes.as_ptr().cast(),
-            bytes.len(),
-            libc::MSG_NOSIGNAL,
-        )
-    };
-    if n == 4 {
-        Ok(())
-    } else {
-        Err(io::Error::last_os_error())
-    }
-}
-
-/// Receives a 4-byte pid sent by [`send_pid`].
-pub(crate) fn recv_pid(socket: &OwnedFd) -> io::Result<i32> {
-    let mut bytes = [0u8; 4];
-    // SAFETY: `bytes` is writable for its length.
-    let n = unsafe { libc::recv(socket.as_raw_fd(), bytes.as_mut_ptr().cast(), 4, 0) };
-    if n == 4 {
-        Ok(i32::from_ne_bytes(bytes))
-    } else if n < 0 {
-        Err(io::Error::last_os_error())
-    } else {
-        Err(io::Error::from_raw_os_error(libc::EPIPE))
     }
 }
 

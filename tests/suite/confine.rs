@@ -261,6 +261,113 @@ mod needs_landlock {
         fs::write(h.home.join("caller-still-free"), "x").expect("the parent stays unconfined");
     }
 
+    /// `apply` starts the connect supervisor's helper without making it the
+    /// caller's child: afterwards the caller has no child at all (no zombie of
+    /// the intermediate, no helper a `wait` for any child would block on), no
+    /// `SIGCHLD` came (blocked, it would be pending), and a caller that
+    /// ignores `SIGCHLD` (whose children the kernel reaps itself) can apply
+    /// too. Each case confines: the write in the project lands, the one
+    /// outside it is refused and leaves nothing.
+    #[test]
+    fn apply_leaves_the_caller_no_child_and_no_sigchld() {
+        let setup = std::env::var_os("AP_PROJECT").is_none().then(FakeHome::new);
+        let out = crate::suite::roles::body_in_child(
+            test_name!(apply_leaves_the_caller_no_child_and_no_sigchld),
+            |cmd| {
+                if let Some(h) = &setup {
+                    cmd.env("AP_PROJECT", &h.project).env("AP_HOME", &h.home);
+                }
+            },
+            || {
+                require_landlock();
+                let project =
+                    std::path::PathBuf::from(std::env::var("AP_PROJECT").expect("AP_PROJECT"));
+                let home = std::path::PathBuf::from(std::env::var("AP_HOME").expect("AP_HOME"));
+                for (case, ignore) in [("blocked", false), ("ignored", true)] {
+                    in_a_single_threaded_fork(|| {
+                        // SAFETY: plain signal-mask and disposition calls in
+                        // this single-threaded child.
+                        unsafe {
+                            if ignore {
+                                libc::signal(libc::SIGCHLD, libc::SIG_IGN);
+                            } else {
+                                let mut set: libc::sigset_t = std::mem::zeroed();
+                                libc::sigemptyset(&raw mut set);
+                                libc::sigaddset(&raw mut set, libc::SIGCHLD);
+                                libc::sigprocmask(
+                                    libc::SIG_BLOCK,
+                                    &raw const set,
+                                    std::ptr::null_mut(),
+                                );
+                            }
+                        }
+                        Policy {
+                            writable: vec![project.clone().into()],
+                            ..Policy::default()
+                        }
+                        .apply()
+                        .unwrap_or_else(|e| panic!("apply with SIGCHLD {case}: {e}"));
+                        // SAFETY: as above; `pending` is written by the kernel.
+                        let (pending, waited, errno) = unsafe {
+                            let mut pending: libc::sigset_t = std::mem::zeroed();
+                            libc::sigpending(&raw mut pending);
+                            let waited = libc::waitpid(
+                                -1,
+                                std::ptr::null_mut(),
+                                libc::WNOHANG | libc::__WALL,
+                            );
+                            let errno = std::io::Error::last_os_error().raw_os_error();
+                            (
+                                libc::sigismember(&raw const pending, libc::SIGCHLD),
+                                waited,
+                                errno,
+                            )
+                        };
+                        assert_eq!(pending, 0, "SIGCHLD {case}: a SIGCHLD came from apply");
+                        assert_eq!(
+                            (waited, errno),
+                            (-1, Some(libc::ECHILD)),
+                            "SIGCHLD {case}: apply left the caller a child"
+                        );
+                        fs::write(project.join(case), "x").expect("write in the project");
+                        let outside = home.join(case);
+                        fs::write(&outside, "x").expect_err("wrote outside the project");
+                        assert!(!outside.exists(), "{} exists", outside.display());
+                    });
+                }
+            },
+        );
+        let (Some(out), Some(h)) = (out, setup) else {
+            return;
+        };
+        assert_success(&out);
+        for case in ["blocked", "ignored"] {
+            assert!(h.project.join(case).is_file(), "{case}: {}", show(&out));
+            assert!(!h.home.join(case).exists(), "{case}: {}", show(&out));
+        }
+    }
+
+    /// Runs `body` in a forked child of this process, which has one thread
+    /// (`apply` before ABI 8 refuses more), and fails if it failed.
+    fn in_a_single_threaded_fork(body: impl FnOnce() + std::panic::UnwindSafe) {
+        // SAFETY: the child runs the body and leaves with _exit; this is a
+        // test process whose other thread (the harness's main) is waiting.
+        let pid = unsafe { libc::fork() };
+        assert!(pid >= 0, "fork failed");
+        if pid == 0 {
+            let ok = std::panic::catch_unwind(body).is_ok();
+            // SAFETY: ends the forked child without unwinding into the harness.
+            unsafe { libc::_exit(if ok { 0 } else { 1 }) };
+        }
+        let mut status = 0;
+        // SAFETY: `status` is a valid int for the kernel to write.
+        assert_eq!(unsafe { libc::waitpid(pid, &raw mut status, 0) }, pid);
+        assert!(
+            libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0,
+            "the applied body failed: {status:#x}"
+        );
+    }
+
     /// On this kernel as it is: from ABI 8 (TSYNC) `apply` confines every
     /// thread, a worker started before it included (its write outside the
     /// project fails and leaves nothing, its write inside lands); below ABI 8
