@@ -269,6 +269,7 @@ impl Policy {
             })?;
         }
         let mut rules = connect_rules(&open);
+        sys::close_all(open.roots);
         rules.net = Arc::new(LocalNet::new(self.local_ports.clone()));
         let supervisor = Supervisor::new(rules).map_err(ApplyError::Supervisor)?;
         Ok(Prepared::new(report, Arc::new(fd), filter, supervisor))

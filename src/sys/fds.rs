@@ -2,6 +2,7 @@
 //! close-on-exec in the child, except those kept by name.
 
 use std::io;
+use std::os::fd::{IntoRawFd, OwnedFd, RawFd};
 
 /// `CLOSE_RANGE_CLOEXEC` (Linux 5.11): mark the range close-on-exec
 /// instead of closing it, so a descriptor a later `pre_exec` step still
@@ -78,5 +79,39 @@ pub(crate) fn keep_only_fds_before_exec(cmd: &mut std::process::Command, keep: V
     // built by the parent and is only read.
     unsafe {
         cmd.pre_exec(move || cloexec_all_but(&keep));
+    }
+}
+
+/// Closes every descriptor of `fds`: one `close_range` for each run of
+/// consecutive numbers (the roots of a policy are opened one after the
+/// other, so usually one call for all), where that is missing or refused
+/// one `close` each.
+pub(crate) fn close_all(fds: Vec<OwnedFd>) {
+    // Collected in place: a raw descriptor has the size of an `OwnedFd`.
+    let mut raw: Vec<RawFd> = fds.into_iter().map(IntoRawFd::into_raw_fd).collect();
+    raw.sort_unstable();
+    for run in raw.chunk_by(|a, b| a.checked_add(1) == Some(*b)) {
+        let (Some(&first), Some(&last)) = (run.first(), run.last()) else {
+            continue;
+        };
+        if first != last {
+            // SAFETY: every descriptor from `first` to `last` is in `run`,
+            // owned by this function since `into_raw_fd` and used by no one else.
+            let ret = unsafe {
+                libc::syscall(
+                    libc::SYS_close_range,
+                    first as libc::c_uint,
+                    last as libc::c_uint,
+                    0u32,
+                )
+            };
+            if ret == 0 {
+                continue;
+            }
+        }
+        for &fd in run {
+            // SAFETY: as above, one at a time.
+            unsafe { libc::close(fd) };
+        }
     }
 }

@@ -55,8 +55,9 @@ pub fn run(bench: &Bench, config: &Config) -> Section {
          the threads, `no_new_privs`, `landlock_restrict_self`), timed inside a fresh child \
          process per run (the benchmark binary re-executed: an apply cannot be undone). The \
          roots are distinct directories. *Raw syscalls* is the floor: the same kernel work \
-         (`open`, `fstat`, `landlock_add_rule`, `close` per root, then `prctl` and \
-         `landlock_restrict_self`) issued directly, with nothing else. Allocations are counted \
+         (`open`, `fstat`, `landlock_add_rule` per root, one `close_range` for them all, \
+         then `prctl` and `landlock_restrict_self`) issued directly, with nothing else: \
+         no connect supervisor's helper, no seccomp filter. Allocations are counted \
          by a counting global allocator around the one `apply` call.",
     );
     let mut rows = Vec::new();
