@@ -5,7 +5,7 @@ use std::ffi::OsString;
 use std::io;
 use std::os::fd::{OwnedFd, RawFd};
 use std::process::Command;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use crate::connect::{RefusedConnect, Supervisor};
 use crate::denials::{self, Denied};
@@ -31,13 +31,23 @@ pub struct Prepared {
     /// Descriptors above 2 the confined command keeps (besides a make
     /// jobserver's, found in its environment).
     keep_fds: Vec<RawFd>,
-    /// The environment a confined command gets ([`crate::environment`]).
-    environment: Vec<Setting>,
+    /// The environment a confined command gets ([`crate::environment`])
+    /// and its session directory, shared by the clones: worked out the
+    /// first time a command needs it (a search of `PATH` for some tools),
+    /// so never for [`Prepared::restrict_self`], which leaves the
+    /// process's environment alone.
+    environment: Arc<OnceLock<Environment>>,
     /// Decides every `connect` and `bind` of the children confined here.
     connect: Arc<Supervisor>,
-    /// The session directory the environment names, removed with the last
+}
+
+/// The environment of one [`Prepared`] and its clones.
+#[derive(Debug)]
+struct Environment {
+    settings: Vec<Setting>,
+    /// The session directory the settings name, removed with the last
     /// clone if it was made and nothing was left in it.
-    session_dir: Arc<SessionDir>,
+    session_dir: SessionDir,
 }
 
 /// The session directory of one [`Prepared`] and its clones
@@ -80,19 +90,29 @@ impl Prepared {
         filter: TerminalFilter,
         connect: Supervisor,
     ) -> Prepared {
-        let environment = environment::settings(&report);
         Prepared {
             report,
             ruleset,
             filter,
             keep_fds: Vec::new(),
-            session_dir: Arc::new(SessionDir {
-                dir: environment::session_dir_of(&environment),
-                made: std::sync::atomic::AtomicBool::new(false),
-            }),
-            environment,
+            environment: Arc::new(OnceLock::new()),
             connect: Arc::new(connect),
         }
+    }
+
+    /// [`Prepared::environment`] and its session directory, worked out now
+    /// the first time.
+    fn env(&self) -> &Environment {
+        self.environment.get_or_init(|| {
+            let settings = environment::settings(&self.report);
+            Environment {
+                session_dir: SessionDir {
+                    dir: environment::session_dir_of(&settings),
+                    made: std::sync::atomic::AtomicBool::new(false),
+                },
+                settings,
+            }
+        })
     }
 
     /// The ruleset descriptor and the terminal filter a child installs,
@@ -121,8 +141,9 @@ impl Prepared {
     ) -> Vec<(&'static str, &OsString)> {
         // Without the session directory the tools keep their defaults,
         // which the rest of the sandbox still confines (as in `confine`).
-        let (set, made) = environment::to_set(&self.environment, chosen);
-        self.session_dir.made(&made);
+        let env = self.env();
+        let (set, made) = environment::to_set(&env.settings, chosen);
+        env.session_dir.made(&made);
         set
     }
 
@@ -173,7 +194,7 @@ impl Prepared {
     /// ```
     #[must_use]
     pub fn environment(&self) -> &[Setting] {
-        &self.environment
+        &self.env().settings
     }
 
     /// Sets [`Prepared::environment`] on `cmd`, making the session
@@ -185,8 +206,9 @@ impl Prepared {
     ///
     /// The OS error of making the session directory.
     pub fn set_environment(&self, cmd: &mut Command) -> io::Result<()> {
-        let made = environment::apply(&self.environment, cmd);
-        self.session_dir.made(&made);
+        let env = self.env();
+        let made = environment::apply(&env.settings, cmd);
+        env.session_dir.made(&made);
         made
     }
 
