@@ -1,7 +1,7 @@
 //! Landlock's three system calls and the `openat2` that opens a root.
 
 use std::io;
-use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::fd::{AsRawFd, BorrowedFd, OwnedFd};
 
 /// `LANDLOCK_CREATE_RULESET_VERSION` from `<linux/landlock.h>`.
 const CREATE_RULESET_VERSION: libc::c_uint = 1 << 0;
@@ -74,17 +74,29 @@ pub(crate) fn add_path_beneath_rule(
 /// kernel resolved the path through no symlink at all. `ELOOP` says one
 /// was met; `ENOSYS` or a seccomp filter's errno says the call is missing.
 pub(crate) fn open_path_without_symlinks(path: &std::ffi::CStr) -> io::Result<OwnedFd> {
+    open_path_without_symlinks_at(None, path)
+}
+
+/// [`open_path_without_symlinks`] of `path` relative to the directory
+/// `dir` (`None`: the working directory; an absolute path ignores it),
+/// through no symlink from there: a root whose parent is already open
+/// walks one name instead of its whole path.
+pub(crate) fn open_path_without_symlinks_at(
+    dir: Option<BorrowedFd<'_>>,
+    path: &std::ffi::CStr,
+) -> io::Result<OwnedFd> {
     // SAFETY: open_how is plain data (non-exhaustive in libc, so built from
     // zeroes): all-zero is no flags, no mode, no resolve restriction.
     let mut how: libc::open_how = unsafe { std::mem::zeroed() };
     how.flags = (libc::O_PATH | libc::O_CLOEXEC) as u64;
     how.resolve = libc::RESOLVE_NO_SYMLINKS;
     // SAFETY: `path` is a NUL-terminated string and `how` a valid open_how
-    // of the size passed; both outlive the call, which copies them.
+    // of the size passed; both outlive the call, which copies them; `dir`
+    // is a live descriptor borrowed for the call, or AT_FDCWD.
     let ret = unsafe {
         libc::syscall(
             libc::SYS_openat2,
-            libc::AT_FDCWD,
+            dir.map_or(libc::AT_FDCWD, |d| d.as_raw_fd()),
             path.as_ptr(),
             &raw const how,
             std::mem::size_of::<libc::open_how>(),
