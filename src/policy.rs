@@ -847,6 +847,64 @@ mod tests {
     }
 
     #[test]
+    fn roots_opened_from_their_shared_parent_are_judged_as_when_opened_alone() {
+        // Consecutive roots with one parent are opened from it (`Parents`):
+        // a real parent, a parent reached through a symlink, a leaf that is
+        // a symlink and one that is missing each report what a root alone
+        // reports.
+        let (_dir, base) = crate::testing::tree(&["real/a", "real/b"]);
+        std::os::unix::fs::symlink(base.join("real"), base.join("via")).expect("symlink");
+        std::os::unix::fs::symlink(base.join("real/a"), base.join("real/to-a")).expect("symlink");
+        let paths = [
+            "real/a",
+            "real/b",
+            "real/to-a",
+            "real/gone",
+            "via/a",
+            "via/b",
+        ]
+        .map(|r| base.join(r));
+        let together = crate::testing::report_writable(paths.clone());
+        let mut granted = 0;
+        for path in &paths {
+            let alone = crate::testing::report_writable([path.clone()]);
+            let with_others = |r: &Report| {
+                let g = r.granted.iter().find(|g| g.path == *path);
+                let s = r.skipped.iter().find(|s| s.path == *path);
+                (
+                    g.map(|g| (g.resolved.clone(), g.id(), g.kind)),
+                    s.map(|s| s.reason.clone()),
+                )
+            };
+            assert_eq!(
+                with_others(&together),
+                with_others(&alone),
+                "{}",
+                path.display()
+            );
+            granted += usize::from(with_others(&alone).0.is_some());
+        }
+        // Granted: everything but the missing leaf; via/… and real/to-a
+        // resolve into real/.
+        assert_eq!(granted, 5);
+        let resolved: Vec<_> = together
+            .granted
+            .iter()
+            .map(|g| g.resolved.clone())
+            .collect();
+        assert_eq!(
+            resolved,
+            [
+                None,
+                None,
+                Some(base.join("real/a")),
+                Some(base.join("real/a")),
+                Some(base.join("real/b"))
+            ]
+        );
+    }
+
+    #[test]
     fn bad_roots_are_errors_not_skips() {
         let empty = Policy {
             writable: vec![PathBuf::new().into()],
