@@ -117,10 +117,11 @@ fn worker_apply_raw(n: usize, roots: &Path) {
     const RULE_PATH_BENEATH: libc::c_int = 1;
     // The rights the library handles on this kernel, from the library.
     let handled: u64 = probe().handled_access_fs();
-    let paths: Vec<CString> = (0..n)
-        .map(|i| {
-            CString::new(roots.join(format!("r{i:04}")).as_os_str().as_bytes()).expect("no NUL")
-        })
+    // The roots share one parent: opened once, each root from it by name,
+    // as the library does.
+    let parent = CString::new(roots.as_os_str().as_bytes()).expect("no NUL");
+    let names: Vec<CString> = (0..n)
+        .map(|i| CString::new(format!("r{i:04}")).expect("no NUL"))
         .collect();
     let check = |ret: libc::c_long, what: &str| {
         if ret < 0 {
@@ -151,8 +152,10 @@ fn worker_apply_raw(n: usize, roots: &Path) {
             ),
             "create ruleset",
         ) as libc::c_int;
-        for path in &paths {
-            let fd = libc::open(path.as_ptr(), libc::O_PATH | libc::O_CLOEXEC);
+        let dir = libc::open(parent.as_ptr(), libc::O_PATH | libc::O_CLOEXEC);
+        check(dir.into(), "open the parent");
+        for name in &names {
+            let fd = libc::openat(dir, name.as_ptr(), libc::O_PATH | libc::O_CLOEXEC);
             check(fd.into(), "open");
             opened.push(fd);
             let mut st: libc::stat = std::mem::zeroed();
@@ -185,6 +188,7 @@ fn worker_apply_raw(n: usize, roots: &Path) {
                 "close_range",
             );
         }
+        libc::close(dir);
         let mid = Instant::now();
         check(
             libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0).into(),

@@ -50,15 +50,20 @@ pub fn run(bench: &Bench, config: &Config) -> Section {
 
     let mut section = Section::new("Apply alone, as the roots grow");
     section.prose(
-        "`Policy::apply` (probe, open every root \
-         `O_PATH` and stat it, create the ruleset, one `landlock_add_rule` per root, count \
-         the threads, `no_new_privs`, `landlock_restrict_self`), timed inside a fresh child \
-         process per run (the benchmark binary re-executed: an apply cannot be undone). The \
-         roots are distinct directories. *Raw syscalls* is the floor: the same kernel work \
-         (`open`, `fstat`, `landlock_add_rule` per root, one `close_range` for them all, \
-         then `prctl` and `landlock_restrict_self`) issued directly, with nothing else: \
-         no connect supervisor's helper, no seccomp filter. Allocations are counted \
-         by a counting global allocator around the one `apply` call.",
+        "`Policy::apply` (probe, open every root `O_PATH` and stat it (from the parent \
+         directory it shares with the next root, opened once), create the ruleset, one \
+         `landlock_add_rule` per root, close the roots, then *restrict*: count the threads, \
+         start the connect supervisor's helper (one `fork` of the caller, made by a \
+         `clone(CLONE_VM|CLONE_VFORK)` intermediate), `no_new_privs`, the supervisor's \
+         seccomp filter and the hand-over of its listener to the helper, \
+         `landlock_restrict_self`), timed inside a fresh child process per run (the benchmark \
+         binary re-executed: an apply cannot be undone). The roots are distinct directories \
+         of one parent directory. *Raw syscalls* is the floor: the same Landlock work (the \
+         parent opened once, then per root `openat` of its name, `fstat` and \
+         `landlock_add_rule`, one `close_range` for them all, then `prctl` and \
+         `landlock_restrict_self`) issued directly, with nothing else: no helper, no seccomp \
+         filter. Allocations are counted by a counting global allocator around the one \
+         `apply` call.",
     );
     let mut rows = Vec::new();
     let mut medians = Vec::new();
