@@ -327,7 +327,15 @@ fn errno(e: &io::Error) -> i32 {
 pub(crate) struct ChildHook {
     program: Arc<[SockFilter]>,
     sender: Arc<OwnedFd>,
+    /// Tests only: the child stops itself between sending its listener and
+    /// waiting for it to be taken.
+    stop_after_sending: bool,
 }
+
+/// The variable that, set on a confined command in test builds, stops its
+/// child with `SIGSTOP` between sending its listener and waiting for the
+/// supervisor to take it (`sys::send_listener`), as job control may.
+pub(crate) const STOP_AFTER_SENDING_VAR: &str = "STRUMENT_SANDBOX_TEST_STOP_AFTER_SENDING";
 
 impl ChildHook {
     /// The seccomp program: the supervisor's, which makes the terminal
@@ -339,6 +347,21 @@ impl ChildHook {
     /// The socket to send the listener over.
     pub(crate) fn sender(&self) -> RawFd {
         self.sender.as_raw_fd()
+    }
+
+    /// Whether the child stops between sending and waiting (tests only).
+    pub(crate) fn stops_after_sending(&self) -> bool {
+        self.stop_after_sending
+    }
+
+    /// In test builds, stops a child of `cmd` after sending its listener
+    /// when `cmd`'s environment sets [`STOP_AFTER_SENDING_VAR`].
+    pub(crate) fn for_command(mut self, cmd: &std::process::Command) -> ChildHook {
+        self.stop_after_sending = cfg!(debug_assertions)
+            && cmd
+                .get_envs()
+                .any(|(name, value)| name == STOP_AFTER_SENDING_VAR && value.is_some());
+        self
     }
 }
 
@@ -369,31 +392,50 @@ struct Started {
 struct Watch {
     epoll: OwnedFd,
     /// By token (the listener's descriptor number).
-    quiet: Mutex<std::collections::HashMap<u64, (Arc<serve::Served>, i32)>>,
+    quiet: Mutex<std::collections::HashMap<u64, Quiet>>,
+}
+
+/// A listener watched until its command's first call.
+struct Quiet {
+    served: Arc<serve::Served>,
+    /// The pid of the command.
+    command: i32,
+    /// A forked child's, whose `connect(-1)` waiting for the listener to be
+    /// taken (see `sys::send_listener`) is still to come or to answer.
+    handing_over: bool,
 }
 
 /// The token of the listeners' socket in [`Watch::epoll`]: no descriptor.
 const RECEIVER: u64 = u64::MAX;
 
 impl Watch {
-    /// Watches `served`, the listener of `command`, until its first call.
-    fn add(&self, served: Arc<serve::Served>, command: i32) -> io::Result<()> {
-        let fd = served.raw_fd();
+    /// Watches `quiet`'s listener until its first call.
+    fn add(&self, quiet: Quiet) -> io::Result<()> {
+        let fd = quiet.served.raw_fd();
         let token = u64::try_from(fd).map_err(|_| io::Error::from_raw_os_error(libc::EBADF))?;
-        let Ok(mut quiet) = self.quiet.lock() else {
-            return Err(io::Error::from_raw_os_error(libc::EIO));
+        self.insert(token, quiet)
+            .map_err(|_| io::Error::from_raw_os_error(libc::EIO))?;
+        sys::epoll_add(&self.epoll, fd, token, true).inspect_err(|_| drop(self.take(token)))
+    }
+
+    /// Watches again, for one more event, a listener [`Watch::take`]n
+    /// after its event; gives it back if it cannot be.
+    fn rearm(&self, token: u64, quiet: Quiet) -> Result<(), Quiet> {
+        let fd = quiet.served.raw_fd();
+        self.insert(token, quiet)?;
+        sys::epoll_rearm(&self.epoll, fd, token).or_else(|_| self.take(token).map_or(Ok(()), Err))
+    }
+
+    fn insert(&self, token: u64, quiet: Quiet) -> Result<(), Quiet> {
+        let Ok(mut all) = self.quiet.lock() else {
+            return Err(quiet);
         };
-        quiet.insert(token, (served, command));
-        drop(quiet);
-        sys::epoll_add(&self.epoll, fd, token, true).inspect_err(|_| {
-            if let Ok(mut quiet) = self.quiet.lock() {
-                quiet.remove(&token);
-            }
-        })
+        all.insert(token, quiet);
+        Ok(())
     }
 
     /// Takes the listener watched under `token`.
-    fn take(&self, token: u64) -> Option<(Arc<serve::Served>, i32)> {
+    fn take(&self, token: u64) -> Option<Quiet> {
         self.quiet.lock().ok()?.remove(&token)
     }
 
@@ -463,6 +505,7 @@ impl Supervisor {
         Ok(ChildHook {
             program: Arc::clone(&self.program),
             sender: Arc::clone(&started.sender),
+            stop_after_sending: false,
         })
     }
 
@@ -509,7 +552,11 @@ impl Supervisor {
     /// listener is closed, and the command's notified calls then fail
     /// (`ENOSYS`), never pass unchecked.
     pub(crate) fn serve_child(&self, listener: OwnedFd, command: i32) -> io::Result<()> {
-        self.start()?.watch.add(serve::served(listener), command)
+        self.start()?.watch.add(Quiet {
+            served: serve::served(listener),
+            command,
+            handing_over: false,
+        })
     }
 
     /// For `Policy::apply`: starts a helper process, unconfined because it
@@ -529,7 +576,7 @@ impl Supervisor {
         // once the intermediate child has forked it.
         let helper = sys::fork_helper(&theirs, move |socket| {
             if let Ok(Some((listener, command))) = sys::recv_listener(&socket) {
-                serve::serve(serve::served(listener), command, shared);
+                serve::serve(serve::served(listener), command, None, shared);
             }
         })?;
         drop(theirs);
@@ -537,6 +584,7 @@ impl Supervisor {
         Ok(ChildHook {
             program: Arc::clone(&self.program),
             sender: Arc::new(ours),
+            stop_after_sending: false,
         })
     }
 
@@ -559,12 +607,14 @@ impl Supervisor {
     }
 }
 
-/// The supervisor's thread: takes the listeners confined children send
-/// (a forked child's, waiting in a notified `connect(-1)` for it: see
-/// `sys::send_listener`, answered here), and watches every listener until
-/// its first call, when it gets a thread of its own (so that a call that
-/// waits stalls no other command) or its end. Runs until every sending
-/// end is closed (the supervisor is gone) and no listener is watched.
+/// The supervisor's thread: takes the listeners confined children send,
+/// and watches every listener until its first call, when it gets a thread
+/// of its own (so that a call that waits stalls no other command), or its
+/// end. A forked child's wait for its listener to be taken (a
+/// `connect(-1)`: see `sys::send_listener`) is answered here, whenever it
+/// comes: a child stopped before it stalls nothing. Runs until every
+/// sending end is closed (the supervisor is gone) and no listener is
+/// watched.
 fn accept(receiver: OwnedFd, watch: &Watch, shared: &Arc<Shared>) {
     let mut receiver = Some(receiver);
     loop {
@@ -577,7 +627,7 @@ fn accept(receiver: OwnedFd, watch: &Watch, shared: &Arc<Shared>) {
         for (token, input) in events {
             if token != RECEIVER {
                 match watch.take(token) {
-                    Some((served, command)) if input => serve_apart(served, command, shared),
+                    Some(quiet) if input => first_call(watch, token, quiet, shared),
                     // No process uses the filter any more: closed (and so
                     // no longer watched).
                     _ => {}
@@ -593,13 +643,13 @@ fn accept(receiver: OwnedFd, watch: &Watch, shared: &Arc<Shared>) {
                 }) => {
                     let served = serve::served(listener);
                     served.keep_process(pid, pidfd);
-                    // The child's wait for its listener, answered here: it
-                    // does not wait for a thread to start as well.
-                    if !serve::serve_one(&served, pid, shared) {
-                        continue;
-                    }
-                    if watch.add(Arc::clone(&served), pid).is_err() {
-                        serve_apart(served, pid, shared);
+                    let quiet = Quiet {
+                        served: Arc::clone(&served),
+                        command: pid,
+                        handing_over: true,
+                    };
+                    if watch.add(quiet).is_err() {
+                        serve_apart(served, pid, None, shared);
                     }
                 }
                 Ok(sys::Received::Skipped) => {}
@@ -611,14 +661,53 @@ fn accept(receiver: OwnedFd, watch: &Watch, shared: &Arc<Shared>) {
     }
 }
 
-/// Serves `served` on a thread of its own from now on. Without a thread the
+/// A watched listener has a notification: a forked child's wait for its
+/// listener to be taken is answered here and the listener watched again;
+/// any other call is the command's first, served with all that follow on a
+/// thread of its own.
+fn first_call(watch: &Watch, token: u64, mut quiet: Quiet, shared: &Arc<Shared>) {
+    let notif = match sys::recv_notification(quiet.served.fd()) {
+        Ok(notif) => notif,
+        // The thread left its call (a signal, or its end) before it was
+        // received: its restart, if any, comes as a new event.
+        Err(e) if matches!(e.raw_os_error(), Some(libc::ENOENT | libc::EINTR)) => {
+            if let Err(quiet) = watch.rearm(token, quiet) {
+                serve_apart(quiet.served, quiet.command, None, shared);
+            }
+            return;
+        }
+        // Unusable: dropped, the command's notified calls then fail.
+        Err(_) => return,
+    };
+    if quiet.handing_over && serve::is_wait_for_listener(&notif) {
+        // Answered, the child goes on; if the answer found it gone from
+        // its wait, its restart is answered the same way.
+        if sys::answer(quiet.served.fd(), notif.id, 0, libc::EBADF).is_ok() {
+            quiet.handing_over = false;
+        }
+        if let Err(quiet) = watch.rearm(token, quiet) {
+            serve_apart(quiet.served, quiet.command, None, shared);
+        }
+        return;
+    }
+    serve_apart(quiet.served, quiet.command, Some(notif), shared);
+}
+
+/// Serves `served` on a thread of its own from now on, starting with
+/// `first`, a notification already received. Without a thread the
 /// listener is dropped: the command's notified calls then fail with
-/// `ENOSYS`, never pass unchecked.
-fn serve_apart(served: Arc<serve::Served>, command: i32, shared: &Arc<Shared>) {
+/// `ENOSYS`, never pass unchecked (`first` is then never answered, and
+/// fails the same way once the listener closes).
+fn serve_apart(
+    served: Arc<serve::Served>,
+    command: i32,
+    first: Option<sys::Notification>,
+    shared: &Arc<Shared>,
+) {
     let shared = Arc::clone(shared);
     let started = std::thread::Builder::new()
         .name(format!("strument-connect-{command}"))
-        .spawn(move || serve::serve(served, command, shared));
+        .spawn(move || serve::serve(served, command, first, shared));
     drop(started);
 }
 

@@ -210,6 +210,11 @@ pub(crate) fn served(listener: OwnedFd) -> Arc<Served> {
 }
 
 impl Served {
+    /// The listener.
+    pub(crate) fn fd(&self) -> &OwnedFd {
+        &self.fd
+    }
+
     /// The listener's descriptor number.
     pub(crate) fn raw_fd(&self) -> std::os::fd::RawFd {
         self.fd.as_raw_fd()
@@ -226,13 +231,30 @@ impl Served {
 
 /// Serves the listener until no process uses its filter any more.
 /// `command` is the pid of the confined command it belongs to.
-pub(crate) fn serve(served: Arc<Served>, command: i32, shared: Arc<Shared>) {
+/// Serves `served` until no process uses its filter, starting with
+/// `first`, a notification already received, if any.
+pub(crate) fn serve(
+    served: Arc<Served>,
+    command: i32,
+    first: Option<sys::Notification>,
+    shared: Arc<Shared>,
+) {
+    if let Some(notif) = first {
+        handle(&served, &notif, command, &shared);
+    }
     while serve_one(&served, command, &shared) {}
+}
+
+/// Whether `notif` is a `connect` on descriptor -1, which a forked child
+/// makes to wait for its listener to be taken (`sys::send_listener`).
+pub(crate) fn is_wait_for_listener(notif: &sys::Notification) -> bool {
+    filter::call(notif.data.arch, notif.data.nr) == Some(Call::Connect)
+        && notif.data.args[0] as i32 == -1
 }
 
 /// Waits for one notification and answers it; `false` once no process
 /// uses the filter any more.
-pub(crate) fn serve_one(served: &Arc<Served>, command: i32, shared: &Arc<Shared>) -> bool {
+fn serve_one(served: &Arc<Served>, command: i32, shared: &Arc<Shared>) -> bool {
     match sys::wait_notification(&served.fd) {
         Ok(sys::Ready::Notification) => {}
         Ok(sys::Ready::Gone) | Err(_) => return false,
@@ -263,7 +285,7 @@ fn handle(served: &Arc<Served>, notif: &sys::Notification, command: i32, shared:
     // No descriptor: the kernel's answer, given without fetching one. (A
     // forked child waits in this call for its listener to be served: see
     // `sys::send_listener`.)
-    if call == Call::Connect && notif.data.args[0] as i32 == -1 {
+    if is_wait_for_listener(notif) {
         let _ = sys::answer(&served.fd, id, 0, libc::EBADF);
         return;
     }

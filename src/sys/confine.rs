@@ -68,7 +68,7 @@ pub(crate) fn restrict_self(
     connect: Option<&ChildHook>,
 ) -> Result<(), RestrictError> {
     let connect = match connect {
-        Some(hook) => Listener::Send(hook.program(), hook.sender()),
+        Some(hook) => Listener::Send(hook.program(), hook.sender(), hook.stops_after_sending()),
         None => Listener::None,
     };
     restrict_self_raw(fd.as_raw_fd(), flags, filter.instructions(), connect).map_err(|e| match e {
@@ -106,8 +106,9 @@ pub(crate) enum Listener<'a> {
     /// The supervisor's program, installed here; its listener is sent over
     /// the socket and closed here, once the supervisor has taken it (a
     /// child with a descriptor table of its own: `fork`, or the calling
-    /// process).
-    Send(&'a [SockFilter], RawFd),
+    /// process). With `true` (tests only), the child stops itself between
+    /// sending the listener and waiting for the supervisor to take it.
+    Send(&'a [SockFilter], RawFd, bool),
     /// Installed already, by [`install_shared_listener`], into a table the
     /// supervisor's process shares: nothing to do here.
     Installed,
@@ -141,10 +142,10 @@ pub(crate) fn restrict_self_raw(
     match connect {
         // The supervisor's program makes the terminal filter's checks: one
         // filter, one `seccomp` call.
-        Listener::Send(program, sender) => {
+        Listener::Send(program, sender, stop) => {
             let listener =
                 install_listener(program, all_threads).map_err(RestrictStep::Supervisor)?;
-            send_listener(sender, listener).map_err(RestrictStep::Supervisor)?;
+            send_listener(sender, listener, stop).map_err(RestrictStep::Supervisor)?;
         }
         Listener::Installed => {}
         Listener::None => {
@@ -170,6 +171,7 @@ pub(crate) fn confine_before_exec(
     filter: TerminalFilter,
     connect: ChildHook,
 ) {
+    let connect = connect.for_command(cmd);
     let hook = move || restrict_self(&fd, 0, &filter, Some(&connect)).map_err(io::Error::from);
     // SAFETY: the hook runs in the forked child and only performs
     // async-signal-safe syscalls (prctl, seccomp, getpid, sendmsg,

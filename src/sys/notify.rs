@@ -120,8 +120,10 @@ pub(crate) fn seqpacket_pair() -> io::Result<(OwnedFd, OwnedFd)> {
 /// the filter passes), the supervisor fetches it with `pidfd_getfd`, and
 /// the caller waits for that with a `connect(-1)` the filter notifies:
 /// it returns (`EBADF`) once the supervisor serves the listener.
-/// Async-signal-safe: used between `fork` and `exec`.
-pub(crate) fn send_listener(socket: RawFd, fd: RawFd) -> Result<(), i32> {
+/// `stop_between` (tests only) stops the caller with `SIGSTOP` between the
+/// two, as job control may. Async-signal-safe: used between `fork` and
+/// `exec`.
+pub(crate) fn send_listener(socket: RawFd, fd: RawFd, stop_between: bool) -> Result<(), i32> {
     // SAFETY: getpid takes no arguments.
     let pid = unsafe { libc::getpid() };
     let mut payload = [0u8; 8];
@@ -141,6 +143,10 @@ pub(crate) fn send_listener(socket: RawFd, fd: RawFd) -> Result<(), i32> {
     let result = if ret < 0 {
         Err(errno())
     } else {
+        if stop_between {
+            // SAFETY: getpid and kill take integers only.
+            unsafe { libc::kill(libc::getpid(), libc::SIGSTOP) };
+        }
         // SAFETY: integers and a NULL address; the supervisor answers it
         // without reading memory at the address.
         unsafe { libc::syscall(libc::SYS_connect, -1, std::ptr::null::<u8>(), 0) };
@@ -284,14 +290,23 @@ pub(crate) fn epoll_new() -> io::Result<OwnedFd> {
 /// With `once`, the watch is disarmed after its first event
 /// (`EPOLLONESHOT`). Safe to call while another thread waits on `epoll`.
 pub(crate) fn epoll_add(epoll: &OwnedFd, fd: RawFd, token: u64, once: bool) -> io::Result<()> {
+    epoll_ctl(epoll, libc::EPOLL_CTL_ADD, fd, token, once)
+}
+
+/// Arms again the watch of `fd`, added with `once` and disarmed by its
+/// event, for one more event.
+pub(crate) fn epoll_rearm(epoll: &OwnedFd, fd: RawFd, token: u64) -> io::Result<()> {
+    epoll_ctl(epoll, libc::EPOLL_CTL_MOD, fd, token, true)
+}
+
+fn epoll_ctl(epoll: &OwnedFd, op: i32, fd: RawFd, token: u64, once: bool) -> io::Result<()> {
     let mut events = libc::EPOLLIN as u32;
     if once {
         events |= libc::EPOLLONESHOT as u32;
     }
     let mut event = libc::epoll_event { events, u64: token };
     // SAFETY: `event` is a valid epoll_event the kernel copies.
-    let ret =
-        unsafe { libc::epoll_ctl(epoll.as_raw_fd(), libc::EPOLL_CTL_ADD, fd, &raw mut event) };
+    let ret = unsafe { libc::epoll_ctl(epoll.as_raw_fd(), op, fd, &raw mut event) };
     if ret < 0 {
         Err(io::Error::last_os_error())
     } else {

@@ -359,7 +359,7 @@ fn prepare_and_exec(shared: &mut Shared<'_, '_>) -> c_int {
         // Confined, a `Share` child installed its filter above.
         let connect = match plan.connect {
             Some(Connect::Share(_)) => Listener::Installed,
-            Some(Connect::Send(program, sender)) => Listener::Send(program, sender),
+            Some(Connect::Send(program, sender)) => Listener::Send(program, sender, false),
             None => Listener::None,
         };
         if let Err(step) = restrict_self_raw(ruleset, 0, filter, connect) {

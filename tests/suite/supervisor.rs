@@ -588,6 +588,84 @@ mod needs_landlock {
         assert!(stdout(&out).contains("own abstract ok"), "{}", show(&out));
     }
 
+    /// The children of this process stopped by a signal.
+    fn stopped_children() -> Vec<i32> {
+        let mut stopped = Vec::new();
+        for task in fs::read_dir("/proc/self/task").expect("/proc").flatten() {
+            let children = fs::read_to_string(task.path().join("children")).unwrap_or_default();
+            for pid in children.split_whitespace().filter_map(|p| p.parse().ok()) {
+                let stat = fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+                let state = stat.rsplit_once(") ").map(|(_, rest)| rest.chars().next());
+                if state == Some(Some('T')) {
+                    stopped.push(pid);
+                }
+            }
+        }
+        stopped
+    }
+
+    /// A forked child stopped (job control can) after it sent its listener
+    /// and before it waits for it to be taken: another command of the same
+    /// supervisor starts and connects meanwhile; resumed, the first runs
+    /// and is served too.
+    #[test]
+    fn a_child_stopped_while_handing_its_listener_over_stalls_no_other_command() {
+        let (h, prepared) = project_only();
+        let prepared = std::sync::Arc::new(prepared);
+        let own = |name: &str| {
+            let mut cmd = Command::new(python());
+            cmd.args([fixture().as_str(), "own"])
+                .arg(h.project.join(name))
+                .stdout(std::process::Stdio::piped());
+            fs::create_dir(h.project.join(name)).expect("mkdir");
+            cmd
+        };
+        let mut a = own("a");
+        // Test builds only: the child stops itself between the two steps.
+        a.env("STRUMENT_SANDBOX_TEST_STOP_AFTER_SENDING", "1");
+        prepared.confine(&mut a);
+        // std's spawn returns only once the child has exec'd.
+        let (spawned_tx, spawned) = std::sync::mpsc::channel();
+        std::thread::spawn(move || drop(spawned_tx.send(a.spawn())));
+        let mut stopped = Vec::new();
+        for _ in 0..1000 {
+            stopped = stopped_children();
+            if !stopped.is_empty() {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        let [a_pid] = stopped[..] else {
+            panic!("expected one stopped child, found {stopped:?}");
+        };
+        let resume = || {
+            // SAFETY: kill takes integers only.
+            unsafe { libc::kill(a_pid, libc::SIGCONT) };
+        };
+        // B starts, binds and connects while A stays stopped.
+        let mut b = own("b");
+        prepared.confine(&mut b);
+        let (done_tx, done) = std::sync::mpsc::channel();
+        std::thread::spawn(move || drop(done_tx.send(b.output())));
+        let b = done.recv_timeout(std::time::Duration::from_secs(30));
+        let Ok(b) = b else {
+            resume();
+            panic!("the second command did not end while the first was stopped");
+        };
+        let b = b.expect("run B");
+        assert!(stdout(&b).contains("own absolute ok"), "{}", show(&b));
+        assert!(stopped_children().contains(&a_pid), "A ran on meanwhile");
+        // Resumed, A's wait is answered, it runs and its connects are served.
+        resume();
+        let a = spawned
+            .recv_timeout(std::time::Duration::from_secs(30))
+            .expect("A resumed and exec'd")
+            .expect("spawn A");
+        let a = a.wait_with_output().expect("wait A");
+        assert!(stdout(&a).contains("own absolute ok"), "{}", show(&a));
+        assert!(stdout(&a).contains("own abstract ok"), "{}", show(&a));
+    }
+
     #[test]
     fn a_command_gets_a_serving_thread_only_once_it_connects() {
         let (h, prepared) = project_only();
