@@ -4,6 +4,7 @@ use std::collections::HashSet;
 use std::fs::OpenOptions;
 use std::io;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
+use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::{FileTypeExt, MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -735,9 +736,11 @@ fn open_path(path: &Path) -> io::Result<std::fs::File> {
 /// With `parent`, the directory `path`'s parent names, opened through no
 /// symlink by [`Parents`]: only the last name is walked, from there.
 fn open_without_symlinks(path: &Path, parent: Option<BorrowedFd<'_>>) -> io::Result<OwnedFd> {
-    let name = parent.and_then(|_| path.file_name());
-    let bytes = name.unwrap_or(path.as_os_str()).as_encoded_bytes();
-    let parent = name.and(parent);
+    let whole = path.as_os_str().as_encoded_bytes();
+    let (parent, bytes) = match parent.zip(whole.iter().rposition(|b| *b == b'/')) {
+        Some((parent, slash)) => (Some(parent), &whole[slash + 1..]),
+        None => (None, whole),
+    };
     // On the stack when it fits, as std does for its own path calls: one
     // allocation less a root.
     let mut buf = [0u8; 512];
@@ -768,9 +771,19 @@ impl<'a> Parents<'a> {
     /// The open parent of `roots[i]`, opened now when the next root shares
     /// it; `None` when the root is opened by its whole path.
     fn of(&mut self, roots: &'a [Root], i: usize) -> Option<BorrowedFd<'_>> {
-        let plain_parent = |root: Option<&'a Root>| {
-            root.filter(|r| is_plain(&r.path))
-                .and_then(|r| r.path.parent())
+        // A plain path's parent is what comes before its last slash (no
+        // walk of its components: this runs twice a root).
+        let plain_parent = |root: Option<&'a Root>| -> Option<&'a Path> {
+            let path = &root?.path;
+            if !is_plain(path) {
+                return None;
+            }
+            let bytes = path.as_os_str().as_encoded_bytes();
+            match bytes.iter().rposition(|b| *b == b'/')? {
+                0 if bytes.len() > 1 => Some(Path::new("/")),
+                0 => None,
+                slash => Some(Path::new(std::ffi::OsStr::from_bytes(&bytes[..slash]))),
+            }
         };
         let parent = plain_parent(roots.get(i))?;
         if self.open.as_ref().is_none_or(|(open, _)| *open != parent) {
