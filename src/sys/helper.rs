@@ -5,7 +5,7 @@
 //! A helper that is not the caller's child takes two steps: an
 //! intermediate child starts it and exits, and the helper is left to init
 //! (or the nearest subreaper). The intermediate here is a
-//! `clone(CLONE_VM | CLONE_VFORK)` child, as in [`spawn`](super::spawn):
+//! `clone(CLONE_VM | CLONE_VFORK)` child, as in [`spawn`](mod@super::spawn):
 //! it shares the caller's memory (no page tables copied for it, none torn
 //! down when it exits), the caller is suspended until it exits, and it
 //! leaves the helper's pid in memory the caller reads then, with no
