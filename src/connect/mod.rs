@@ -520,10 +520,10 @@ impl Supervisor {
             sys::epoll_add(&watch.epoll, receiver.as_raw_fd(), RECEIVER, false)
                 .map_err(|e| errno(&e))?;
             let (shared, watched) = (Arc::clone(&self.shared), Arc::clone(&watch));
-            std::thread::Builder::new()
-                .name("strument-connect".into())
-                .spawn(move || accept(receiver, &watched, &shared))
-                .map_err(|e| errno(&e))?;
+            sys::spawn_unsignalled("strument-connect".into(), move || {
+                accept(receiver, &watched, &shared);
+            })
+            .map_err(|e| errno(&e))?;
             Ok(Started {
                 sender: Arc::new(sender),
                 watch,
@@ -705,10 +705,9 @@ fn serve_apart(
     shared: &Arc<Shared>,
 ) {
     let shared = Arc::clone(shared);
-    let started = std::thread::Builder::new()
-        .name(format!("strument-connect-{command}"))
-        .spawn(move || serve::serve(served, command, first, shared));
-    drop(started);
+    let _ = sys::spawn_unsignalled(format!("strument-connect-{command}"), move || {
+        serve::serve(served, command, first, shared);
+    });
 }
 
 /// The IP address and port of a `getsockname` answer, if it is one.

@@ -875,14 +875,12 @@ impl Work {
         }
         served.running(&notif);
         let (served_too, shared_too) = (Arc::clone(served), Arc::clone(shared));
-        let spawned = std::thread::Builder::new()
-            .name("strument-connect-call".into())
-            .spawn(move || {
-                let outcome = self
-                    .perform(false, &shared_too)
-                    .unwrap_or(Err(libc::EAGAIN));
-                self.finish(&served_too, &notif, &shared_too, outcome);
-            });
+        let spawned = sys::spawn_unsignalled("strument-connect-call".into(), move || {
+            let outcome = self
+                .perform(false, &shared_too)
+                .unwrap_or(Err(libc::EAGAIN));
+            self.finish(&served_too, &notif, &shared_too, outcome);
+        });
         if spawned.is_err() {
             served.answer_performed(&notif, Err(libc::EAGAIN));
         }

@@ -26,4 +26,6 @@ pub(crate) use netlink::*;
 pub(crate) use notify::*;
 pub(crate) use process::*;
 pub(crate) use ptrace::*;
-pub(crate) use spawn::{Connect, Plan, SHELL, kill_and_reap, shares_tables, spawn, wait_pid};
+pub(crate) use spawn::{
+    Connect, Plan, SHELL, kill_and_reap, shares_tables, spawn, spawn_unsignalled, wait_pid,
+};

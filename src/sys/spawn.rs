@@ -212,6 +212,31 @@ fn reap(pid: libc::pid_t) {
     {}
 }
 
+/// Starts a thread of the library's own with every signal blocked from its
+/// first instruction (the caller's mask is blocked around the start, and
+/// the thread inherits it): a signal sent to the whole process, such as the
+/// terminal's Ctrl-Z or Ctrl-C, is then taken by the caller's threads as if
+/// the library had none, never acted on by default in one of its threads
+/// (which would stop or end the whole process behind the caller's back).
+///
+/// # Errors
+///
+/// When the thread cannot be started.
+pub(crate) fn spawn_unsignalled<F>(name: String, body: F) -> io::Result<()>
+where
+    F: FnOnce() + Send + 'static,
+{
+    let all = full_signal_set();
+    // SAFETY: sigset_t is plain data, valid when zeroed.
+    let mut previous: libc::sigset_t = unsafe { std::mem::zeroed() };
+    // SAFETY: both sets are valid; pthread_sigmask only changes this thread's mask.
+    unsafe { libc::pthread_sigmask(libc::SIG_SETMASK, &raw const all, &raw mut previous) };
+    let started = std::thread::Builder::new().name(name).spawn(body);
+    // SAFETY: `previous` is the mask read above.
+    unsafe { libc::pthread_sigmask(libc::SIG_SETMASK, &raw const previous, std::ptr::null_mut()) };
+    started.map(drop)
+}
+
 fn full_signal_set() -> libc::sigset_t {
     // SAFETY: sigset_t is plain data; sigfillset initialises it.
     unsafe {

@@ -588,6 +588,63 @@ mod needs_landlock {
         assert!(stdout(&out).contains("own abstract ok"), "{}", show(&out));
     }
 
+    /// A thread's blocked signals, from `/proc/self/task/TID/status`.
+    fn blocked(task: &Path) -> u64 {
+        let status = fs::read_to_string(task.join("status")).expect("status");
+        let line = status
+            .lines()
+            .find_map(|l| l.strip_prefix("SigBlk:"))
+            .expect("SigBlk");
+        u64::from_str_radix(line.trim(), 16).expect("hex mask")
+    }
+
+    /// The supervisor's threads take no signal sent to the whole process:
+    /// the terminal's Ctrl-Z or Ctrl-C is the caller's to handle (`run`
+    /// follows the command's stop; a stop acted on by default in one of
+    /// these threads would stop it behind its back), while the caller's
+    /// own threads keep their masks.
+    #[test]
+    fn the_supervisor_s_threads_take_no_signal_meant_for_the_process() {
+        let (h, prepared) = project_only();
+        let mut cmd = Command::new(python());
+        cmd.args([fixture().as_str(), "own"]).arg(&h.project);
+        prepared.confine(&mut cmd);
+        let out = cmd.output().expect("run");
+        assert!(stdout(&out).contains("own absolute ok"), "{}", show(&out));
+        let bit = |signal: i32| 1u64 << (signal - 1);
+        let job_control = [
+            libc::SIGTSTP,
+            libc::SIGINT,
+            libc::SIGQUIT,
+            libc::SIGTERM,
+            libc::SIGHUP,
+            libc::SIGCONT,
+            libc::SIGCHLD,
+            libc::SIGTTIN,
+            libc::SIGTTOU,
+        ];
+        let mut ours = 0;
+        for task in fs::read_dir("/proc/self/task").expect("/proc").flatten() {
+            let name = fs::read_to_string(task.path().join("comm")).unwrap_or_default();
+            let mask = blocked(&task.path());
+            if name.starts_with("strument-connec") {
+                ours += 1;
+                for signal in job_control {
+                    assert_ne!(mask & bit(signal), 0, "{name} takes signal {signal}");
+                }
+            } else if task.file_name() == std::ffi::OsStr::new(&libc_gettid().to_string()) {
+                // This thread, which confined and spawned: its mask as it was.
+                assert_eq!(mask & bit(libc::SIGTSTP), 0, "the caller's mask changed");
+            }
+        }
+        assert!(ours > 0, "no thread of the supervisor found");
+    }
+
+    fn libc_gettid() -> i32 {
+        // SAFETY: gettid takes no arguments.
+        unsafe { libc::gettid() }
+    }
+
     /// The children of this process stopped by a signal.
     fn stopped_children() -> Vec<i32> {
         let mut stopped = Vec::new();

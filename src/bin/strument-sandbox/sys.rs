@@ -229,12 +229,16 @@ pub(crate) fn wait_child(pid: libc::pid_t) -> io::Result<ChildState> {
     }
 }
 
-/// Stops this whole process with `SIGTSTP`, as the terminal's Ctrl-Z
+/// Stops this whole process once with `SIGTSTP`, as the terminal's Ctrl-Z
 /// would, though the calling thread blocks it: unblocked for the moment of
 /// a signal to this thread alone, which the kernel delivers before `raise`
-/// returns, then blocked again once the process is resumed.
+/// returns, then blocked again once the process is resumed. A `SIGTSTP`
+/// already pending (the terminal's own copy for this process, not yet
+/// taken) is taken first: unblocking would deliver it, and the `raise`
+/// after `fg` would then stop the process a second time.
 pub(crate) fn stop_self() -> io::Result<()> {
     let tstp = SignalSet::of(&[libc::SIGTSTP]);
+    while wait_signal(&tstp, Some(std::time::Duration::ZERO))?.is_some() {}
     // SAFETY: sigset_t is plain data, written by pthread_sigmask.
     let mut old: libc::sigset_t = unsafe { std::mem::zeroed() };
     // SAFETY: both pointers are valid sigset_t for the call.
