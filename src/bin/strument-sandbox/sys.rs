@@ -331,3 +331,57 @@ pub(crate) fn one_malloc_arena() {
     // SAFETY: mallopt takes integers; called before any other thread runs.
     unsafe { libc::mallopt(libc::M_ARENA_MAX, 1) };
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The watcher of a traced command stops `run` when the command has
+    /// stopped; the terminal's own `SIGTSTP` for `run` may still be pending
+    /// then. `run` must stop once, so that one `fg` resumes it. Checked in
+    /// a forked child (in a process group of its own whose parent, this
+    /// process, is in another group of the session, so `SIGTSTP` is not
+    /// discarded as in an orphaned group): stopped once, then continued, it
+    /// exits instead of stopping again.
+    #[test]
+    fn stop_self_stops_once_with_the_terminal_s_copy_pending() {
+        // SAFETY: the child makes only async-signal-safe calls (setpgid,
+        // sigprocmask, kill, sigtimedwait, raise, _exit) and allocates nothing.
+        let pid = unsafe { libc::fork() };
+        assert!(pid >= 0, "fork: {}", io::Error::last_os_error());
+        if pid == 0 {
+            // SAFETY: as above; the child never returns into the test harness.
+            unsafe {
+                libc::setpgid(0, 0);
+                let tstp = SignalSet::of(&[libc::SIGTSTP]);
+                libc::pthread_sigmask(libc::SIG_BLOCK, &raw const tstp.0, std::ptr::null_mut());
+                // The terminal's copy, pending while the thread blocks it.
+                libc::kill(libc::getpid(), libc::SIGTSTP);
+                let code = if stop_self().is_ok() { 0 } else { 3 };
+                libc::_exit(code);
+            }
+        }
+        let wait = || {
+            let mut status = 0;
+            // SAFETY: `status` is a valid int for the kernel to write.
+            let ret = unsafe { libc::waitpid(pid, &raw mut status, libc::WUNTRACED) };
+            assert_eq!(ret, pid, "waitpid: {}", io::Error::last_os_error());
+            status
+        };
+        let first = wait();
+        assert!(libc::WIFSTOPPED(first), "not stopped: {first:#x}");
+        // SAFETY: kill takes integers only.
+        unsafe { libc::kill(pid, libc::SIGCONT) };
+        let second = wait();
+        if libc::WIFSTOPPED(second) {
+            // SAFETY: as above; the child is ours, reaped below.
+            unsafe { libc::kill(pid, libc::SIGKILL) };
+            wait();
+            panic!("stopped a second time after SIGCONT");
+        }
+        assert!(
+            libc::WIFEXITED(second) && libc::WEXITSTATUS(second) == 0,
+            "ended {second:#x}"
+        );
+    }
+}
