@@ -23,6 +23,7 @@
 //! The helper returns from that `fork` on the same stack, now a private
 //! copy, and runs there: the mapping is large enough for a main thread.
 
+use super::spawn::full_signal_set;
 use std::ffi::{c_int, c_void};
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
@@ -58,7 +59,7 @@ struct Start<F> {
 /// leaving `malloc` usable in the child, as any `fork` does; the helper
 /// takes no lock of the caller's besides.
 pub(crate) fn fork_helper<F: FnOnce(OwnedFd)>(keep: &OwnedFd, body: F) -> io::Result<i32> {
-    let stack = HelperStack::new()?;
+    let stack = super::spawn::Stack::mapped(STACK_SIZE, libc::MAP_NORESERVE)?;
     let all = full_signal_set();
     let mut start = Start {
         keep: keep.as_raw_fd(),
@@ -175,62 +176,4 @@ fn helper<F: FnOnce(OwnedFd)>(start: &mut Start<F>) -> ! {
     }
     // SAFETY: as above.
     unsafe { libc::_exit(0) }
-}
-
-fn full_signal_set() -> libc::sigset_t {
-    // SAFETY: sigset_t is plain data; sigfillset initialises it.
-    unsafe {
-        let mut set: libc::sigset_t = std::mem::zeroed();
-        libc::sigfillset(&raw mut set);
-        set
-    }
-}
-
-/// The intermediate's stack, which the helper keeps as its own: a guard
-/// page below, so that an overflow faults instead of writing below it.
-struct HelperStack {
-    base: *mut c_void,
-    len: usize,
-}
-
-impl HelperStack {
-    fn new() -> io::Result<HelperStack> {
-        // SAFETY: sysconf takes an integer only.
-        let guard = usize::try_from(unsafe { libc::sysconf(libc::_SC_PAGESIZE) }).unwrap_or(4096);
-        let len = STACK_SIZE + guard;
-        // SAFETY: an anonymous private mapping at an address the kernel
-        // picks; no existing memory is affected.
-        let base = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                len,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_STACK | libc::MAP_NORESERVE,
-                -1,
-                0,
-            )
-        };
-        if base == libc::MAP_FAILED {
-            return Err(io::Error::last_os_error());
-        }
-        let stack = HelperStack { base, len };
-        // SAFETY: the lowest page of the mapping just made.
-        if unsafe { libc::mprotect(base, guard, libc::PROT_NONE) } != 0 {
-            return Err(io::Error::last_os_error());
-        }
-        Ok(stack)
-    }
-
-    fn top(&self) -> *mut c_void {
-        // SAFETY: one past the end of the mapping, where a downward stack starts.
-        unsafe { self.base.cast::<u8>().add(self.len).cast() }
-    }
-}
-
-impl Drop for HelperStack {
-    fn drop(&mut self) {
-        // SAFETY: the mapping made in `new`, no longer used in this
-        // process: the intermediate has exited; the helper has its copy.
-        unsafe { libc::munmap(self.base, self.len) };
-    }
 }

@@ -237,7 +237,7 @@ where
     started.map(drop)
 }
 
-fn full_signal_set() -> libc::sigset_t {
+pub(super) fn full_signal_set() -> libc::sigset_t {
     // SAFETY: sigset_t is plain data; sigfillset initialises it.
     unsafe {
         let mut set: libc::sigset_t = std::mem::zeroed();
@@ -252,7 +252,7 @@ fn full_signal_set() -> libc::sigset_t {
 /// `CLONE_VM | CLONE_VFORK` child that only exits: 54-66 µs fresh, 31-40
 /// µs reused). Reuse is safe because `CLONE_VFORK` returns only once the
 /// child has exec'd (its memory is its own) or exited.
-struct Stack {
+pub(super) struct Stack {
     base: *mut c_void,
     len: usize,
 }
@@ -282,8 +282,15 @@ impl Stack {
     }
 
     fn new() -> io::Result<Stack> {
+        Stack::mapped(STACK_SIZE, 0)
+    }
+
+    /// A new stack of `size` bytes above a guard page, mapped with `flags`
+    /// besides the private anonymous stack mapping's (`MAP_NORESERVE`: only
+    /// the pages touched are ever made). Unmapped when dropped.
+    pub(super) fn mapped(size: usize, flags: c_int) -> io::Result<Stack> {
         let guard = page_size();
-        let len = STACK_SIZE + guard;
+        let len = size + guard;
         // SAFETY: an anonymous private mapping at an address the kernel
         // picks; no existing memory is affected.
         let base = unsafe {
@@ -291,7 +298,7 @@ impl Stack {
                 std::ptr::null_mut(),
                 len,
                 libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_STACK,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_STACK | flags,
                 -1,
                 0,
             )
@@ -308,7 +315,7 @@ impl Stack {
         Ok(stack)
     }
 
-    fn top(&self) -> *mut c_void {
+    pub(super) fn top(&self) -> *mut c_void {
         // SAFETY: one past the end of the mapping, where a downward stack starts.
         unsafe { self.base.cast::<u8>().add(self.len).cast() }
     }
@@ -316,8 +323,8 @@ impl Stack {
 
 impl Drop for Stack {
     fn drop(&mut self) {
-        // SAFETY: the mapping made in `new`, no longer used: the child has
-        // exec'd (its memory is its own now) or exited.
+        // SAFETY: the mapping made in `mapped`, no longer used: the child
+        // has exec'd or exited (a helper forked from it has its own copy).
         unsafe { libc::munmap(self.base, self.len) };
     }
 }

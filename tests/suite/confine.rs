@@ -10,6 +10,7 @@ use std::process::Command;
 
 use strument_sandbox::{ApplyError, Policy, SkipReason};
 
+use super::support::in_a_single_threaded_fork;
 use super::support::require_landlock;
 use super::support::test_name;
 use super::support::{FakeHome, assert_success, in_child, output, require_tool, show};
@@ -345,27 +346,6 @@ mod needs_landlock {
             assert!(h.project.join(case).is_file(), "{case}: {}", show(&out));
             assert!(!h.home.join(case).exists(), "{case}: {}", show(&out));
         }
-    }
-
-    /// Runs `body` in a forked child of this process, which has one thread
-    /// (`apply` before ABI 8 refuses more), and fails if it failed.
-    fn in_a_single_threaded_fork(body: impl FnOnce() + std::panic::UnwindSafe) {
-        // SAFETY: the child runs the body and leaves with _exit; this is a
-        // test process whose other thread (the harness's main) is waiting.
-        let pid = unsafe { libc::fork() };
-        assert!(pid >= 0, "fork failed");
-        if pid == 0 {
-            let ok = std::panic::catch_unwind(body).is_ok();
-            // SAFETY: ends the forked child without unwinding into the harness.
-            unsafe { libc::_exit(if ok { 0 } else { 1 }) };
-        }
-        let mut status = 0;
-        // SAFETY: `status` is a valid int for the kernel to write.
-        assert_eq!(unsafe { libc::waitpid(pid, &raw mut status, 0) }, pid);
-        assert!(
-            libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0,
-            "the applied body failed: {status:#x}"
-        );
     }
 
     /// On this kernel as it is: from ABI 8 (TSYNC) `apply` confines every

@@ -10,7 +10,7 @@ use std::process::Command;
 
 use super::support::{self, Stopped, assert_no_connection_refused, require_landlock};
 use super::support::{FakeHome, assert_success, output, require_tool, show};
-use super::support::{assert_connection_refused, test_name};
+use super::support::{assert_connection_refused, in_a_single_threaded_fork, test_name};
 
 fn python() -> PathBuf {
     require_tool("python3", "python3")
@@ -111,28 +111,6 @@ impl SshAgent {
             public_key: key.with_extension("pub"),
         }
     }
-}
-
-/// Runs `body` in a forked copy of this process, which has one thread: the
-/// test harness runs each test on a thread of its own, and before Landlock
-/// ABI 8 `apply` confines only a single-threaded process.
-fn in_a_single_threaded_fork(body: impl FnOnce() + std::panic::UnwindSafe) {
-    // SAFETY: the child runs the body and leaves with _exit; this is a test
-    // process whose other thread (the harness's main) is waiting for us.
-    let pid = unsafe { libc::fork() };
-    assert!(pid >= 0, "fork failed");
-    if pid == 0 {
-        let ok = std::panic::catch_unwind(body).is_ok();
-        // SAFETY: ends the forked child without unwinding into the harness.
-        unsafe { libc::_exit(if ok { 0 } else { 1 }) };
-    }
-    let mut status = 0;
-    // SAFETY: `status` is a valid int for the kernel to write.
-    assert_eq!(unsafe { libc::waitpid(pid, &raw mut status, 0) }, pid);
-    assert!(
-        libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0,
-        "the applied body failed: {status:#x}"
-    );
 }
 
 mod needs_landlock {

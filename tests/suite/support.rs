@@ -512,6 +512,29 @@ pub fn in_child(test: &str, body: impl FnOnce()) -> Option<Output> {
     super::roles::body_in_child(test, |_| {}, body)
 }
 
+/// Runs `body` in a forked copy of this process, which has one thread: the
+/// test harness runs each test on a thread of its own, and before Landlock
+/// ABI 8 `apply` confines only a single-threaded process. Fails the test if
+/// the body failed.
+pub fn in_a_single_threaded_fork(body: impl FnOnce() + std::panic::UnwindSafe) {
+    // SAFETY: the child runs the body and leaves with _exit; this is a test
+    // process whose other thread (the harness's main) is waiting for us.
+    let pid = unsafe { libc::fork() };
+    assert!(pid >= 0, "fork failed");
+    if pid == 0 {
+        let ok = std::panic::catch_unwind(body).is_ok();
+        // SAFETY: ends the forked child without unwinding into the harness.
+        unsafe { libc::_exit(if ok { 0 } else { 1 }) };
+    }
+    let mut status = 0;
+    // SAFETY: `status` is a valid int for the kernel to write.
+    assert_eq!(unsafe { libc::waitpid(pid, &raw mut status, 0) }, pid);
+    assert!(
+        libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0,
+        "the applied body failed: {status:#x}"
+    );
+}
+
 /// The shared scenario script, `tests/scenarios/scenarios.sh`.
 pub fn scenario_script() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/scenarios/scenarios.sh")
