@@ -566,14 +566,16 @@ mod needs_landlock {
         assert!(stdout(&out).contains("own abstract ok"), "{}", show(&out));
     }
 
-    /// A thread's blocked signals, from `/proc/self/task/TID/status`.
-    fn blocked(task: &Path) -> u64 {
-        let status = fs::read_to_string(task.join("status")).expect("status");
+    /// A thread's blocked signals, from `/proc/self/task/TID/status`;
+    /// `None` once it has ended (a command's serving thread ends soon
+    /// after the command).
+    fn blocked(task: &Path) -> Option<u64> {
+        let status = fs::read_to_string(task.join("status")).ok()?;
         let line = status
             .lines()
             .find_map(|l| l.strip_prefix("SigBlk:"))
             .expect("SigBlk");
-        u64::from_str_radix(line.trim(), 16).expect("hex mask")
+        Some(u64::from_str_radix(line.trim(), 16).expect("hex mask"))
     }
 
     /// The supervisor's threads take no signal sent to the whole process:
@@ -604,7 +606,9 @@ mod needs_landlock {
         let mut ours = 0;
         for task in fs::read_dir("/proc/self/task").expect("/proc").flatten() {
             let name = fs::read_to_string(task.path().join("comm")).unwrap_or_default();
-            let mask = blocked(&task.path());
+            let Some(mask) = blocked(&task.path()) else {
+                continue;
+            };
             if name.starts_with("strument-connec") {
                 ours += 1;
                 for signal in job_control {
