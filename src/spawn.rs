@@ -328,7 +328,9 @@ fn env_entry(key: &OsStr, value: &OsStr) -> io::Result<CString> {
 
 /// The files `execvp` would try for `program`, in order: itself when its
 /// name has a `/`, else `dir/program` for each directory of `path` (an
-/// empty one meaning the current directory).
+/// empty one meaning the current directory). A directory `path` names
+/// twice (`~/.cargo/bin`, added by two shell profiles) is tried once: the
+/// second `execve` of the same file could only fail as the first did.
 fn candidates(program: &[u8], path: &[u8]) -> io::Result<Vec<CString>> {
     if program.is_empty() {
         return Err(io::Error::from(io::ErrorKind::NotFound));
@@ -336,18 +338,22 @@ fn candidates(program: &[u8], path: &[u8]) -> io::Result<Vec<CString>> {
     if program.contains(&b'/') {
         return Ok(vec![c_string(program)?]);
     }
-    path.split(|b| *b == b':')
-        .map(|dir| {
-            if dir.is_empty() {
-                return c_string(program);
-            }
+    let mut found: Vec<CString> = Vec::new();
+    for dir in path.split(|b| *b == b':') {
+        let candidate = if dir.is_empty() {
+            c_string(program)?
+        } else {
             let mut full = Vec::with_capacity(dir.len() + 1 + program.len());
             full.extend_from_slice(dir);
             full.push(b'/');
             full.extend_from_slice(program);
-            c_string(&full)
-        })
-        .collect()
+            c_string(&full)?
+        };
+        if !found.contains(&candidate) {
+            found.push(candidate);
+        }
+    }
+    Ok(found)
 }
 
 fn null_terminated<'a>(strings: impl IntoIterator<Item = &'a CString>) -> Vec<*const c_char> {
@@ -367,6 +373,10 @@ mod tests {
         let found = candidates(b"true", b"/a:/b/c::/d").expect("no NUL");
         let found: Vec<&[u8]> = found.iter().map(|c| c.to_bytes()).collect();
         assert_eq!(found, [&b"/a/true"[..], b"/b/c/true", b"true", b"/d/true"]);
+        // A directory named twice is tried once, where it first stands.
+        let found = candidates(b"true", b"/a:/a:/b::/a:").expect("no NUL");
+        let found: Vec<&[u8]> = found.iter().map(|c| c.to_bytes()).collect();
+        assert_eq!(found, [&b"/a/true"[..], b"/b/true", b"true"]);
         let direct = candidates(b"./run.sh", b"/a").expect("no NUL");
         assert_eq!(direct[0].to_bytes(), b"./run.sh");
         assert!(candidates(b"", b"/a").is_err());
