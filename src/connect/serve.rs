@@ -229,10 +229,9 @@ impl Served {
     }
 }
 
-/// Serves the listener until no process uses its filter any more.
+/// Serves the listener until no process uses its filter any more,
+/// starting with `first`, a notification already received, if any.
 /// `command` is the pid of the confined command it belongs to.
-/// Serves `served` until no process uses its filter, starting with
-/// `first`, a notification already received, if any.
 pub(crate) fn serve(
     served: Arc<Served>,
     command: i32,

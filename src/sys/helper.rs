@@ -23,7 +23,7 @@
 //! The helper returns from that `fork` on the same stack, now a private
 //! copy, and runs there: the mapping is large enough for a main thread.
 
-use super::spawn::full_signal_set;
+use super::spawn::{block_all_signals, set_thread_mask};
 use std::ffi::{c_int, c_void};
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
@@ -60,18 +60,14 @@ struct Start<F> {
 /// takes no lock of the caller's besides.
 pub(crate) fn fork_helper<F: FnOnce(OwnedFd)>(keep: &OwnedFd, body: F) -> io::Result<i32> {
     let stack = super::spawn::Stack::mapped(STACK_SIZE, libc::MAP_NORESERVE)?;
-    let all = full_signal_set();
     let mut start = Start {
         keep: keep.as_raw_fd(),
         body: Some(body),
-        // SAFETY: sigset_t is plain data, valid when zeroed.
-        mask: unsafe { std::mem::zeroed() },
+        // Blocked for the intermediate: a handler of the caller's must not
+        // run on its stack with the caller's memory.
+        mask: block_all_signals(),
         pid: AtomicI32::new(0),
     };
-    // Blocked for the intermediate: a handler of the caller's must not run
-    // on its stack with the caller's memory.
-    // SAFETY: both sets are valid; pthread_sigmask only changes this thread's mask.
-    unsafe { libc::pthread_sigmask(libc::SIG_SETMASK, &raw const all, &raw mut start.mask) };
     // SAFETY: `intermediate` runs on `stack` (its top passed, the stack
     // growing down) with a pointer to `start`, which outlives the child's
     // use of it: CLONE_VFORK suspends this thread until the child has
@@ -86,14 +82,7 @@ pub(crate) fn fork_helper<F: FnOnce(OwnedFd)>(keep: &OwnedFd, body: F) -> io::Re
         )
     };
     let clone_error = io::Error::last_os_error();
-    // SAFETY: the mask read above.
-    unsafe {
-        libc::pthread_sigmask(
-            libc::SIG_SETMASK,
-            &raw const start.mask,
-            std::ptr::null_mut(),
-        )
-    };
+    set_thread_mask(&start.mask);
     // The intermediate has exited (CLONE_VFORK): its stack is the helper's
     // alone now, in the helper's copy; this one goes.
     drop(stack);
@@ -146,15 +135,10 @@ extern "C" fn intermediate<F: FnOnce(OwnedFd)>(arg: *mut c_void) -> c_int {
 /// intermediate's stack. Never returns.
 fn helper<F: FnOnce(OwnedFd)>(start: &mut Start<F>) -> ! {
     let keep = start.keep;
-    // SAFETY: setsid, dup2, close_range, open, sigprocmask and _exit take
-    // integers, a valid signal set and a NUL-terminated literal; they
-    // touch no Rust-owned memory.
+    set_thread_mask(&start.mask);
+    // SAFETY: setsid, dup2, close_range, open and _exit take integers and a
+    // NUL-terminated literal; they touch no Rust-owned memory.
     unsafe {
-        libc::pthread_sigmask(
-            libc::SIG_SETMASK,
-            &raw const start.mask,
-            std::ptr::null_mut(),
-        );
         libc::setsid();
         if keep != 3 {
             libc::dup2(keep, 3);

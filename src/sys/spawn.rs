@@ -144,11 +144,7 @@ pub(crate) fn spawn(plan: &mut Plan<'_>) -> io::Result<(libc::pid_t, Option<Owne
     }
     // Blocked for the child's first instructions: a handler of the caller's
     // must not run on the child's stack with the caller's memory.
-    let all = full_signal_set();
-    // SAFETY: sigset_t is plain data, valid when zeroed.
-    let mut previous: libc::sigset_t = unsafe { std::mem::zeroed() };
-    // SAFETY: both sets are valid; pthread_sigmask only changes this thread's mask.
-    unsafe { libc::pthread_sigmask(libc::SIG_SETMASK, &raw const all, &raw mut previous) };
+    let previous = block_all_signals();
     // SAFETY: `child` runs on `stack` (its top passed, the stack growing
     // down) with a pointer to `shared`, which outlives the child's use of
     // it: CLONE_VFORK suspends this thread until the child has exec'd or
@@ -165,8 +161,7 @@ pub(crate) fn spawn(plan: &mut Plan<'_>) -> io::Result<(libc::pid_t, Option<Owne
         )
     };
     let clone_error = io::Error::last_os_error();
-    // SAFETY: `previous` is the mask read above.
-    unsafe { libc::pthread_sigmask(libc::SIG_SETMASK, &raw const previous, std::ptr::null_mut()) };
+    set_thread_mask(&previous);
     stack.put_back();
     // The child leaves the listener's number before it leaves the shared
     // table (one killed between the two would leave it unnamed, open until
@@ -226,24 +221,32 @@ pub(crate) fn spawn_unsignalled<F>(name: String, body: F) -> io::Result<()>
 where
     F: FnOnce() + Send + 'static,
 {
-    let all = full_signal_set();
+    let previous = block_all_signals();
+    let started = std::thread::Builder::new().name(name).spawn(body);
+    set_thread_mask(&previous);
+    started.map(drop)
+}
+
+/// Blocks every signal in the calling thread and returns the mask it had,
+/// for [`set_thread_mask`] to put back.
+pub(super) fn block_all_signals() -> libc::sigset_t {
+    // SAFETY: sigset_t is plain data; sigfillset initialises it.
+    let all = unsafe {
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        libc::sigfillset(&raw mut set);
+        set
+    };
     // SAFETY: sigset_t is plain data, valid when zeroed.
     let mut previous: libc::sigset_t = unsafe { std::mem::zeroed() };
     // SAFETY: both sets are valid; pthread_sigmask only changes this thread's mask.
     unsafe { libc::pthread_sigmask(libc::SIG_SETMASK, &raw const all, &raw mut previous) };
-    let started = std::thread::Builder::new().name(name).spawn(body);
-    // SAFETY: `previous` is the mask read above.
-    unsafe { libc::pthread_sigmask(libc::SIG_SETMASK, &raw const previous, std::ptr::null_mut()) };
-    started.map(drop)
+    previous
 }
 
-pub(super) fn full_signal_set() -> libc::sigset_t {
-    // SAFETY: sigset_t is plain data; sigfillset initialises it.
-    unsafe {
-        let mut set: libc::sigset_t = std::mem::zeroed();
-        libc::sigfillset(&raw mut set);
-        set
-    }
+/// Sets the calling thread's signal mask to `mask`. Async-signal-safe.
+pub(super) fn set_thread_mask(mask: &libc::sigset_t) {
+    // SAFETY: `mask` is a valid set; pthread_sigmask only changes this thread's mask.
+    unsafe { libc::pthread_sigmask(libc::SIG_SETMASK, mask, std::ptr::null_mut()) };
 }
 
 /// The child's own stack, with a guard page below. Kept for the calling
