@@ -708,7 +708,17 @@ mod needs_landlock {
     #[test]
     fn a_command_gets_a_serving_thread_only_once_it_connects() {
         let (h, prepared) = project_only();
-        let threads = || fs::read_dir("/proc/self/task").expect("/proc").count();
+        // The names of this process's threads, for the count and the message.
+        let threads = || -> Vec<String> {
+            fs::read_dir("/proc/self/task")
+                .expect("/proc")
+                .filter_map(Result::ok)
+                .map(|t| {
+                    let comm = fs::read_to_string(t.path().join("comm")).unwrap_or_default();
+                    format!("{}:{}", t.file_name().to_string_lossy(), comm.trim_end())
+                })
+                .collect()
+        };
         // The first child starts the supervisor's thread.
         let mut first = Command::new("true");
         prepared.confine(&mut first);
@@ -723,8 +733,12 @@ mod needs_landlock {
              sys.stdin.readline()",
             h.project.join("own.sock").display()
         );
+        // HOME named: without it Python's start looks the user up, a
+        // connect to nscd's socket (a notified call, so a thread) before
+        // `ready`: with `env -u HOME` this test failed exactly as on CI.
         let mut cmd = Command::new(python());
         cmd.args(["-c", &script])
+            .env("HOME", &h.home)
             .stdin(std::process::Stdio::piped())
             .stdout(std::process::Stdio::piped());
         prepared.confine(&mut cmd);
@@ -737,18 +751,20 @@ mod needs_landlock {
         assert_eq!(next(), "ready");
         // Running, not connected yet: watched by the supervisor's thread,
         // no thread of its own.
+        let now = threads();
         assert_eq!(
-            threads(),
-            before,
-            "a thread for a command that has not connected"
+            now.len(),
+            before.len(),
+            "a thread for a command that has not connected: {now:?}, before {before:?}"
         );
         std::io::Write::write_all(&mut stdin, b"go\n").expect("write");
         // Its first call gave it a thread, and was served.
         assert_eq!(next(), "connected");
+        let now = threads();
         assert_eq!(
-            threads(),
-            before + 1,
-            "no thread serving the command that connected"
+            now.len(),
+            before.len() + 1,
+            "no thread serving the command that connected: {now:?}, before {before:?}"
         );
         drop(stdin);
         assert!(child.wait().expect("wait").success());
