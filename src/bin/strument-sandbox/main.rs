@@ -85,14 +85,14 @@ Exit status:
 A command's own status may be any of these too: with `run --json`, the JSON line that
 ends standard error (with \"exit\") is there only when the command ran.";
 
-#[derive(Parser)]
+#[derive(Parser, Debug)]
 #[command(name = "strument-sandbox", version, about = "Confine what a command may write, with Linux Landlock", after_help = AFTER_HELP)]
 struct Cli {
     #[command(subcommand)]
     command: Cmd,
 }
 
-#[derive(Subcommand)]
+#[derive(Subcommand, Debug)]
 enum Cmd {
     /// Report which Landlock ABI the running kernel offers (exit 0 only when supported).
     #[command(
@@ -216,7 +216,7 @@ enum Cmd {
     },
 }
 
-#[derive(Args)]
+#[derive(Args, Debug, Default)]
 pub(crate) struct Roots {
     /// The project root [default: the current directory].
     #[arg(long, value_name = "DIR")]
@@ -240,6 +240,35 @@ pub(crate) struct Roots {
     allow_connect: Vec<Vec<LocalPort>>,
 }
 
+impl Cli {
+    /// `run -- CMD [ARG ...]` with no option, the form an agent starts every
+    /// command with, read without clap: clap builds every subcommand's
+    /// arguments and help texts before it looks at one (about a tenth of
+    /// `run`'s own start). Anything else is clap's; the test below checks
+    /// that this gives what clap gives.
+    fn plain_run(args: impl IntoIterator<Item = OsString>) -> Option<Cli> {
+        let mut args = args.into_iter().skip(1);
+        if args.next()? != "run" || args.next()? != "--" {
+            return None;
+        }
+        let command: Vec<OsString> = args.collect();
+        if command.is_empty() {
+            return None;
+        }
+        Some(Cli {
+            command: Cmd::Run {
+                roots: Roots::default(),
+                verbose: false,
+                no_create_caches: false,
+                explain_denials: false,
+                json: false,
+                keep_fd: Vec::new(),
+                command,
+            },
+        })
+    }
+}
+
 fn parse_allow_connect(text: &str) -> Result<Vec<LocalPort>, String> {
     LocalPort::parse(text, PortReason::Caller)
 }
@@ -261,7 +290,7 @@ impl Failure {
 
 fn main() -> ExitCode {
     sys::one_malloc_arena();
-    let cli = Cli::parse();
+    let cli = Cli::plain_run(std::env::args_os()).unwrap_or_else(Cli::parse);
     let result = match cli.command {
         Cmd::Probe { json } => probe::cmd_probe(json),
         Cmd::Policy { roots, json } => policy::cmd_policy(&roots, json),
@@ -326,4 +355,60 @@ pub(crate) fn build_policy(roots: &Roots) -> Result<Policy, Failure> {
     session_builder(roots)?
         .policy()
         .map_err(|e| Failure::new(status::POLICY, e))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::ffi::OsStringExt;
+
+    fn argv(args: &[&[u8]]) -> Vec<OsString> {
+        std::iter::once(b"strument-sandbox".as_slice())
+            .chain(args.iter().copied())
+            .map(|a| OsString::from_vec(a.to_vec()))
+            .collect()
+    }
+
+    #[test]
+    fn a_plain_run_is_read_as_clap_reads_it() {
+        let plain: [&[&[u8]]; 5] = [
+            &[b"run", b"--", b"true"],
+            &[b"run", b"--", b"sh", b"-c", b"exit 3"],
+            &[b"run", b"--", b"--json", b"--", b"-v"],
+            &[b"run", b"--", b""],
+            &[b"run", b"--", b"\xff\xfe", b"--project=/"],
+        ];
+        for args in plain {
+            let args = argv(args);
+            let fast = Cli::plain_run(args.clone()).expect("read without clap");
+            let clap = Cli::try_parse_from(&args).expect("clap reads it");
+            assert_eq!(format!("{fast:?}"), format!("{clap:?}"), "{args:?}");
+        }
+    }
+
+    #[test]
+    fn any_other_form_is_left_to_clap() {
+        let other: [&[&[u8]]; 8] = [
+            &[],
+            &[b"run"],
+            &[b"run", b"--"],
+            &[b"run", b"--json", b"--", b"true"],
+            &[b"run", b"true"],
+            &[b"policy", b"--", b"true"],
+            &[b"--", b"run", b"--", b"true"],
+            &[b"Run", b"--", b"true"],
+        ];
+        for args in other {
+            assert!(Cli::plain_run(argv(args)).is_none(), "{args:?}");
+        }
+        // Clap, given the same, errs or reads options this path never sets.
+        assert!(Cli::try_parse_from(argv(&[b"run", b"--"])).is_err());
+        let clap = Cli::try_parse_from(argv(&[b"run", b"--json", b"--", b"true"]));
+        assert!(matches!(
+            clap,
+            Ok(Cli {
+                command: Cmd::Run { json: true, .. }
+            })
+        ));
+    }
 }
