@@ -30,15 +30,20 @@ pub fn run(bench: &Bench, config: &Config) -> Section {
     let prepared = Project::policy(&project.dir)
         .prepare()
         .unwrap_or_else(|e| fail(&format!("prepare: {e}")));
-    let before = std::env::var_os(BEFORE).map(PathBuf::from);
-    let installed = static_cli();
+    // Every CLI binary measured as a copy (see `installed_copy`).
+    let before = std::env::var_os(BEFORE).map(|b| installed_copy(Path::new(&b), "before"));
+    let installed = installed_copy(&static_cli(), "static");
+    let dynamic = installed_copy(Path::new(BIN), "dynamic");
     let mut variants = vec![
         Variant::new("bare", "`true`", || project.bare(t, &[])),
         Variant::new("env", "`env true` (a wrapper that only execs)", || {
             project.bare(Path::new("env"), &["true"])
         }),
         Variant::new("run", "`strument-sandbox run -- true`", || {
-            project.sandboxed(t, &[])
+            let mut cmd = Command::new(&dynamic);
+            cmd.args(project.sandboxed(t, &[]).get_args())
+                .current_dir(&project.dir);
+            cmd
         }),
         Variant::new(
             "run-static",
@@ -78,7 +83,7 @@ pub fn run(bench: &Bench, config: &Config) -> Section {
             "version",
             "`strument-sandbox --version` (the binary's own start: exec, dynamic link, runtime, argument parsing)",
             || {
-                let mut cmd = Command::new(BIN);
+                let mut cmd = Command::new(&dynamic);
                 cmd.arg("--version").current_dir(&project.dir);
                 cmd
             },
@@ -147,7 +152,10 @@ pub fn run(bench: &Bench, config: &Config) -> Section {
          `Spawn`, which builds everything first and starts the child with \
          `clone(CLONE_VM | CLONE_VFORK)` as `posix_spawn` does; the `Spawn` rows inherit \
          standard output instead of a pipe. bwrap gets the same writable roots as bind \
-         mounts over `--ro-bind / /`, with `--dev /dev` standing for the device roots.",
+         mounts over `--ro-bind / /`, with `--dev /dev` standing for the device roots. \
+         Each build of the CLI runs from a fresh copy of its file, as `cargo install` \
+         leaves one: a binary as the linker wrote it started 3-4 % slower on the machine \
+         this was written on than a byte-identical copy.",
         project.granted
     ));
     let mut peak = std::collections::HashMap::new();
@@ -269,6 +277,27 @@ fn static_cli() -> PathBuf {
         .map(|e| e.path().join("release/strument-sandbox"))
         .find(|p| p.is_file())
         .unwrap_or_else(|| fail(&format!("no static CLI under {}", dir.display())))
+}
+
+/// A copy of the CLI binary at `path`, written in one go as `cargo install`
+/// and `cp` write one, to measure instead of the file itself: on the
+/// machine this was written on, `run -- true` from the binary as the linker
+/// left it took 3-4 % longer than from a byte-identical copy (likely the
+/// page cache: a file written in pieces is cached in smaller pieces, which
+/// a start then faults in more often), which tilted the rows against the
+/// build made just now and towards an earlier one copied aside.
+fn installed_copy(path: &Path, name: &str) -> PathBuf {
+    let dir = Path::new(TARGET_TMPDIR).join("startup-bins");
+    let to = dir.join(name);
+    let _ = std::fs::remove_file(&to);
+    if let Err(e) = std::fs::create_dir_all(&dir).and_then(|()| std::fs::copy(path, &to)) {
+        fail(&format!(
+            "cannot copy {} to {}: {e}",
+            path.display(),
+            to.display()
+        ));
+    }
+    to
 }
 
 /// One phase of `run`'s work, run once.
