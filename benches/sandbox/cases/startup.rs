@@ -31,33 +31,26 @@ pub fn run(bench: &Bench, config: &Config) -> Section {
         .prepare()
         .unwrap_or_else(|e| fail(&format!("prepare: {e}")));
     // Every CLI binary measured as a copy (see `installed_copy`).
-    let before = std::env::var_os(BEFORE).map(|b| installed_copy(Path::new(&b), "before"));
+    let before = std::env::var_os(BEFORE).map(PathBuf::from);
+    let before_copy = before.as_deref().map(|b| installed_copy(b, "before"));
     let installed = installed_copy(&static_cli(), "static");
     let dynamic = installed_copy(Path::new(BIN), "dynamic");
+    let dir = project.dir.as_path();
     let mut variants = vec![
         Variant::new("bare", "`true`", || project.bare(t, &[])),
         Variant::new("env", "`env true` (a wrapper that only execs)", || {
             project.bare(Path::new("env"), &["true"])
         }),
         Variant::new("run", "`strument-sandbox run -- true`", || {
-            let mut cmd = Command::new(&dynamic);
-            cmd.args(project.sandboxed(t, &[]).get_args())
-                .current_dir(&project.dir);
-            cmd
+            run_true(&dynamic, dir)
         }),
         Variant::new(
             "run-static",
             "`strument-sandbox run -- true`, the static build (`cargo cli`, as the README installs it)",
-            || {
-                // The same arguments as the row above, to the other binary.
-                let mut cmd = Command::new(&installed);
-                cmd.args(project.sandboxed(t, &[]).get_args())
-                    .current_dir(&project.dir);
-                cmd
-            },
+            || run_true(&installed, dir),
         ),
     ];
-    if let Some(before) = &before {
+    if let (Some(before), Some(copy)) = (&before, &before_copy) {
         variants.push(Variant::new(
             "before",
             format!(
@@ -67,15 +60,7 @@ pub fn run(bench: &Bench, config: &Config) -> Section {
                     .unwrap_or(before.as_os_str())
                     .to_string_lossy()
             ),
-            move || {
-                let mut cmd = Command::new(before);
-                cmd.args(["run", "--project"])
-                    .arg(&project.dir)
-                    .arg("--")
-                    .arg(t)
-                    .current_dir(&project.dir);
-                cmd
-            },
+            move || run_true(copy, dir),
         ));
     }
     variants.extend([
@@ -277,6 +262,14 @@ fn static_cli() -> PathBuf {
         .map(|e| e.path().join("release/strument-sandbox"))
         .find(|p| p.is_file())
         .unwrap_or_else(|| fail(&format!("no static CLI under {}", dir.display())))
+}
+
+/// `bin run -- true` in the project, as a user types it there (the project
+/// is the current directory).
+fn run_true(bin: &Path, dir: &Path) -> Command {
+    let mut cmd = Command::new(bin);
+    cmd.args(["run", "--", "true"]).current_dir(dir);
+    cmd
 }
 
 /// A copy of the CLI binary at `path`, written in one go as `cargo install`
