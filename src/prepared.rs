@@ -51,8 +51,8 @@ struct Environment {
 }
 
 /// The session directory of one [`Prepared`] and its clones
-/// (`/tmp/strument-sandbox-<uid>/<key>`): made for the first command that
-/// gets the environment, removed when the last clone goes if nothing was
+/// (`/dev/shm/strument-sandbox-<uid>/<key>`, or in `/tmp`): made for the
+/// first command that gets the environment, removed when the last clone goes if nothing was
 /// left in it (a daemon's socket keeps it). A long-running agent that
 /// prepares a policy per task leaves no directory behind.
 #[derive(Debug)]

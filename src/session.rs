@@ -47,8 +47,8 @@ pub use crate::wait::{PlainWait, Waiter};
 /// Made by [`SessionBuilder::open`]. A session is `Send` and `Sync`: share
 /// it (in an `Arc`) between the tasks that start commands. It never
 /// confines the process that holds it. Its session directory
-/// (`/tmp/strument-sandbox-<uid>/<key>`, where its commands' tmux, sccache
-/// and Gradle find their daemons) goes with it when nothing was left there;
+/// (`/dev/shm/strument-sandbox-<uid>/<key>`, or in `/tmp`, where its
+/// commands' tmux, sccache and Gradle find their daemons) goes with it when nothing was left there;
 /// a daemon's socket keeps it.
 ///
 /// # Examples

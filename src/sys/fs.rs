@@ -136,3 +136,16 @@ pub(crate) fn fstat_owner(fd: BorrowedFd<'_>) -> io::Result<(libc::uid_t, libc::
     }
     Ok((st.st_uid, st.st_mode))
 }
+
+/// Whether the directory at `path` is on a tmpfs (`statfs`'s
+/// `TMPFS_MAGIC`); `false` when it cannot be asked.
+pub(crate) fn is_tmpfs(path: &CStr) -> bool {
+    // SAFETY: statfs is plain data, valid when zeroed.
+    let mut st: libc::statfs = unsafe { std::mem::zeroed() };
+    // SAFETY: `path` is NUL-terminated and outlives the call; `st` is a
+    // valid statfs the kernel writes into.
+    if unsafe { libc::statfs(path.as_ptr(), &raw mut st) } != 0 {
+        return false;
+    }
+    st.f_type == libc::TMPFS_MAGIC
+}

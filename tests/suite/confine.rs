@@ -12,6 +12,7 @@ use strument_sandbox::{ApplyError, Policy, SkipReason};
 
 use super::support::in_a_single_threaded_fork;
 use super::support::require_landlock;
+use super::support::sessions_parent;
 use super::support::test_name;
 use super::support::{FakeHome, assert_success, in_child, output, require_tool, show};
 
@@ -122,7 +123,11 @@ mod needs_landlock {
         let out = output(&mut cmd);
         assert_success(&out);
         let dir = std::path::PathBuf::from(String::from_utf8_lossy(&out.stdout).trim());
-        assert!(dir.starts_with("/tmp") && dir.is_dir(), "{}", show(&out));
+        assert!(
+            dir.parent() == Some(sessions_parent().as_path()) && dir.is_dir(),
+            "{}",
+            show(&out)
+        );
         // Kept while a clone can still start commands there.
         drop(prepared);
         assert!(dir.is_dir(), "removed while a clone of the policy lives");

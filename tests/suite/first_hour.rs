@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 use super::support::{FakeHome, assert_success, copy_fixture, output, require_tool, show};
-use super::support::{Need, require};
+use super::support::{Need, require, sessions_parent};
 
 /// Variables this machine's network needs (its TLS certificates, a proxy),
 /// passed through from the test's own environment when set: `FakeHome`
@@ -327,7 +327,7 @@ mod needs_landlock {
 
     /// Each `run`'s session directory goes with it when nothing was left in
     /// it, so agents' thousands of commands leave no directory each in
-    /// `/tmp`; a daemon's file there (a tmux server's socket) keeps it.
+    /// `/dev/shm`; a daemon's file there (a tmux server's socket) keeps it.
     #[test]
     fn a_run_leaves_no_empty_session_directory_behind() {
         let h = FakeHome::new();
@@ -335,7 +335,8 @@ mod needs_landlock {
         assert_success(&said);
         let empty = PathBuf::from(String::from_utf8_lossy(&said.stdout).trim());
         assert!(
-            empty.starts_with("/tmp") && empty.parent().is_some_and(|user| user.is_dir()),
+            empty.parent() == Some(sessions_parent().as_path())
+                && empty.parent().is_some_and(|user| user.is_dir()),
             "no session directory named\n{}",
             show(&said)
         );

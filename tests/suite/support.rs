@@ -270,6 +270,29 @@ fn assert_not_under_a_temp_root(home: &Path) {
 }
 
 /// Runs `cmd` and returns its output, failing the test if it cannot start.
+/// Where sessions' directories are made, as `/proc/self/mounts` says:
+/// `/dev/shm/strument-sandbox-<uid>` where `/dev/shm` is a tmpfs, else the
+/// same in `/tmp`.
+pub fn sessions_parent() -> PathBuf {
+    let mounts = std::fs::read_to_string("/proc/self/mounts").expect("/proc/self/mounts");
+    // The last mount at /dev/shm is the one in force.
+    let shm = mounts
+        .lines()
+        .filter_map(|l| {
+            let mut fields = l.split(' ');
+            Some((fields.nth(1)?, fields.next()?))
+        })
+        .rfind(|(at, _)| *at == "/dev/shm");
+    let base = if shm.is_some_and(|(_, fs)| fs == "tmpfs") {
+        "/dev/shm"
+    } else {
+        "/tmp"
+    };
+    // /proc/self belongs to this process's (effective) user.
+    let uid = std::os::unix::fs::MetadataExt::uid(&std::fs::metadata("/proc/self").expect("/proc"));
+    Path::new(base).join(format!("strument-sandbox-{uid}"))
+}
+
 pub fn output(cmd: &mut Command) -> Output {
     cmd.output()
         .unwrap_or_else(|e| panic!("cannot run {cmd:?}: {e}"))
