@@ -3,11 +3,12 @@
 //! several print.
 
 #![deny(unsafe_code)]
+// The process starts at `sys::main`, not through std's runtime (see there).
+#![cfg_attr(not(test), no_main)]
 
 use std::ffi::OsString;
 
 use std::path::{Path, PathBuf};
-use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand};
 use strument_sandbox::local_net::{LocalPort, PortReason};
@@ -288,7 +289,10 @@ impl Failure {
     }
 }
 
-fn main() -> ExitCode {
+/// What `main` does once the process is set up (`sys::main`): the exit
+/// status. (A test build starts at the test harness's `main` instead.)
+#[cfg_attr(test, allow(dead_code))]
+fn entry() -> u8 {
     sys::one_malloc_arena();
     let cli = Cli::plain_run(std::env::args_os()).unwrap_or_else(Cli::parse);
     let result = match cli.command {
@@ -316,10 +320,10 @@ fn main() -> ExitCode {
         ),
     };
     match result {
-        Ok(code) => ExitCode::from(code),
+        Ok(code) => code,
         Err(failure) => {
             eprintln!("strument-sandbox: {}", failure.message);
-            ExitCode::from(failure.status)
+            failure.status
         }
     }
 }
