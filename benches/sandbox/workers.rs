@@ -327,8 +327,18 @@ fn worker_connect(kind: &str, n: usize, dir: &Path) {
         }
     }
     times.sort_unstable();
+    // And how many seccomp filters this process runs under, so that the
+    // benchmark can tell a mediated run from a plain one.
+    let filters = fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find_map(|l| l.strip_prefix("Seccomp_filters:"))
+                .map(|v| v.trim().to_owned())
+        })
+        .unwrap_or_else(|| "unknown".into());
     println!(
-        "{} {}",
+        "{} {} filters={filters}",
         times[n / 2].as_nanos(),
         times[n * 9 / 10].as_nanos()
     );

@@ -52,7 +52,18 @@ pub fn run(bench: &Bench, config: &Config) -> Section {
                         String::from_utf8_lossy(&out.stderr)
                     ));
                 }
-                let m = parse(&String::from_utf8_lossy(&out.stdout));
+                let stdout = String::from_utf8_lossy(&out.stdout);
+                // A confined worker runs under the connect supervisor's
+                // filter (and the terminal's, one program); a plain one
+                // under none: otherwise the rows would compare nothing.
+                let plain_run = stdout.contains("filters=0");
+                if confined == plain_run {
+                    fail(&format!(
+                        "connect worker {} but ran with {stdout:?}",
+                        if confined { "confined" } else { "plain" }
+                    ));
+                }
+                let m = parse(&stdout);
                 if confined {
                     mediated.push(m);
                 } else {
