@@ -9,7 +9,8 @@
 //! the command's work unconfined). Each tool finds its daemon through a
 //! directory or address an environment variable can move: the confined
 //! command gets one of the session's own, under
-//! `/dev/shm/strument-sandbox-<uid>/<session>/`. **Copies, not hard links**: uv
+//! `/dev/shm/strument-sandbox-<uid>/<session>/` (or the same in `/tmp`
+//! where `/dev/shm` is small). **Copies, not hard links**: uv
 //! and pnpm install a package into the project by hard-linking the file in
 //! their shared store, so an in-place edit in one project's `.venv` or
 //! `node_modules` would change the same file in every other project; the
@@ -331,9 +332,12 @@ fn session_dir(report: &Report, uid: u32) -> PathBuf {
 
 /// Where the per-user directory of sessions is made: a built-in temp root
 /// every policy grants, so the session's daemons can write there.
-/// `/dev/shm` where it is a tmpfs, as it is on every Linux that has it: a
-/// `mkdir` and `rmdir` there cost 2 µs, against 57 µs on a journaled ext4
-/// `/tmp` (Debian 12's), once for every `run`. Else `/tmp`. Not
+/// `/dev/shm` where it is a tmpfs of at least [`SHM_AT_LEAST`] bytes, as
+/// on every desktop and server (half the memory by default): a `mkdir` and
+/// `rmdir` there cost 2 µs, against 57 µs on a journaled ext4 `/tmp`
+/// (Debian 12's), once for every `run`. Else `/tmp`: a container's
+/// `/dev/shm` (64 MiB under Docker and Podman) is left to what it is for,
+/// since a session's directory may keep a Gradle daemon's log. Not
 /// `$XDG_RUNTIME_DIR`, although it is a tmpfs where it is set: no policy
 /// grants it, so the session directory would become a root of its own in
 /// every report, made before the policy is prepared, and found in one place
@@ -342,13 +346,16 @@ fn session_dir(report: &Report, uid: u32) -> PathBuf {
 fn sessions_parent() -> &'static Path {
     static PARENT: std::sync::OnceLock<&'static str> = std::sync::OnceLock::new();
     Path::new(PARENT.get_or_init(|| {
-        if sys::is_tmpfs(c"/dev/shm") {
+        if sys::on_tmpfs_of_at_least(c"/dev/shm", SHM_AT_LEAST) {
             "/dev/shm"
         } else {
             "/tmp"
         }
     }))
 }
+
+/// The smallest `/dev/shm` sessions' directories are made in: 1 GiB.
+const SHM_AT_LEAST: u64 = 1 << 30;
 
 /// FNV-1a, 64 bits: a stable name, not a secret.
 fn fnv1a(bytes: &[u8]) -> u64 {

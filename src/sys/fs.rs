@@ -137,15 +137,42 @@ pub(crate) fn fstat_owner(fd: BorrowedFd<'_>) -> io::Result<(libc::uid_t, libc::
     Ok((st.st_uid, st.st_mode))
 }
 
-/// Whether the directory at `path` is on a tmpfs (`statfs`'s
-/// `TMPFS_MAGIC`); `false` when it cannot be asked.
-pub(crate) fn is_tmpfs(path: &CStr) -> bool {
+/// Whether the directory at `path` is on a tmpfs of at least `bytes`
+/// (`statfs`); `false` when it cannot be asked.
+pub(crate) fn on_tmpfs_of_at_least(path: &CStr, bytes: u64) -> bool {
     // SAFETY: statfs is plain data, valid when zeroed.
     let mut st: libc::statfs = unsafe { std::mem::zeroed() };
     // SAFETY: `path` is NUL-terminated and outlives the call; `st` is a
     // valid statfs the kernel writes into.
-    if unsafe { libc::statfs(path.as_ptr(), &raw mut st) } != 0 {
+    if unsafe { libc::statfs(path.as_ptr(), &raw mut st) } != 0 || st.f_type != libc::TMPFS_MAGIC {
         return false;
     }
-    st.f_type == libc::TMPFS_MAGIC
+    // Wider than either field on every target (32-bit ones included).
+    let size = u128::from(st.f_blocks) * i128::from(st.f_bsize).unsigned_abs();
+    size >= u128::from(bytes)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_tmpfs_is_told_from_other_file_systems_and_by_its_size() {
+        // procfs is never a tmpfs, whatever its size.
+        assert!(!on_tmpfs_of_at_least(c"/proc", 0));
+        assert!(!on_tmpfs_of_at_least(c"/no/such/directory", 0));
+        // /dev/shm, where /proc/self/mounts says it is a tmpfs: big enough
+        // for a byte, never for 2^64 - 1.
+        let mounts = std::fs::read_to_string("/proc/self/mounts").expect("/proc/self/mounts");
+        let shm_is_tmpfs = mounts
+            .lines()
+            .filter_map(|l| {
+                let mut fields = l.split(' ');
+                Some((fields.nth(1)?, fields.next()?))
+            })
+            .rfind(|(at, _)| *at == "/dev/shm")
+            .is_some_and(|(_, fs)| fs == "tmpfs");
+        assert_eq!(on_tmpfs_of_at_least(c"/dev/shm", 1), shm_is_tmpfs);
+        assert!(!on_tmpfs_of_at_least(c"/dev/shm", u64::MAX));
+    }
 }

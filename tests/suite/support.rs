@@ -270,20 +270,22 @@ fn assert_not_under_a_temp_root(home: &Path) {
 }
 
 /// Runs `cmd` and returns its output, failing the test if it cannot start.
-/// Where sessions' directories are made, as `/proc/self/mounts` says:
-/// `/dev/shm/strument-sandbox-<uid>` where `/dev/shm` is a tmpfs, else the
-/// same in `/tmp`.
+/// Where sessions' directories are made, as coreutils' `stat -f` says:
+/// `/dev/shm/strument-sandbox-<uid>` where `/dev/shm` is a tmpfs of at
+/// least 1 GiB, else the same in `/tmp`.
 pub fn sessions_parent() -> PathBuf {
-    let mounts = std::fs::read_to_string("/proc/self/mounts").expect("/proc/self/mounts");
-    // The last mount at /dev/shm is the one in force.
-    let shm = mounts
-        .lines()
-        .filter_map(|l| {
-            let mut fields = l.split(' ');
-            Some((fields.nth(1)?, fields.next()?))
-        })
-        .rfind(|(at, _)| *at == "/dev/shm");
-    let base = if shm.is_some_and(|(_, fs)| fs == "tmpfs") {
+    let out = output(Command::new("stat").args(["-f", "-c", "%T %b %S", "/dev/shm"]));
+    let said = String::from_utf8_lossy(&out.stdout).into_owned();
+    let fields: Vec<&str> = said.split_whitespace().collect();
+    let size = match fields[..] {
+        ["tmpfs", blocks, block_size] if out.status.success() => blocks
+            .parse::<u64>()
+            .ok()
+            .zip(block_size.parse::<u64>().ok())
+            .map(|(b, s)| b * s),
+        _ => None,
+    };
+    let base = if size.is_some_and(|s| s >= 1 << 30) {
         "/dev/shm"
     } else {
         "/tmp"
