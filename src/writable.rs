@@ -285,6 +285,12 @@ fn cache_home_rights(name: &OsStr) -> Rights {
 /// toolchains that are not installed.
 pub(crate) const TOOLCHAINS_CHECKED: &str = ".strument-sandbox-toolchains-checked";
 
+/// What the stamp holds before the `PATH` it was made with: changed
+/// whenever the sandbox starts making something more for an installed
+/// toolchain (2: Gradle's and Maven's roots), so that a stamp an earlier
+/// version made is stale once, and what it did not make is made.
+const STAMP_VERSION: &[u8] = b"2\n";
+
 /// Whether the toolchains were looked up after anything could have changed
 /// the answer: after the cache home last changed (a cache directory made or
 /// removed) and after every `PATH` directory last changed (a command
@@ -312,10 +318,10 @@ fn looked_up_since(
     // its cache made, however old that entry's directory is.
     // Its length first (no read at all when that differs), then exactly
     // that many bytes: `read_to_end` would ask for the metadata again.
-    let mut held = vec![0; path_var.len()];
+    let mut held = vec![0; STAMP_VERSION.len() + path_var.len()];
     if stamp.len() != held.len() as u64
         || std::io::Read::read_exact(&mut file, &mut held).is_err()
-        || held != path_var.as_bytes()
+        || held.strip_prefix(STAMP_VERSION) != Some(path_var.as_bytes())
     {
         return false;
     }
@@ -433,12 +439,24 @@ pub(crate) fn create_missing_caches_in(
             .or_else(|| home.as_ref().map(|h| h.join(".bun")))
             .map(|b| b.join("install/cache")),
     };
-    let stores: [(Option<PathBuf>, &[&str]); 2] = [
+    // Gradle's and Maven's, which a build makes with their parents on its
+    // first run (`Failed to create parent directory ~/.gradle`, measured with
+    // Gradle 4.4.1 in a fresh home, when only the roots below are granted).
+    let gradle_home = var("GRADLE_USER_HOME")
+        .map(|v| v.value)
+        .or_else(|| home.as_ref().map(|h| h.join(".gradle")));
+    let gradle = |rel: &str| gradle_home.as_ref().map(|g| g.join(rel));
+    let stores: [(Option<PathBuf>, &[&str]); 7] = [
         (
             crate::environment::pnpm_store(env, home.as_deref()),
             &["pnpm", "corepack"],
         ),
         (bun_cache, &["bun"]),
+        (gradle("caches"), &["gradle"]),
+        (gradle("wrapper/dists"), &["gradle"]),
+        (gradle("daemon"), &["gradle"]),
+        (gradle("native"), &["gradle"]),
+        (home.as_ref().map(|h| h.join(".m2/repository")), &["mvn"]),
     ];
     for (store, tools) in stores {
         let (Some(store), Some(home), true) = (store, home.as_deref(), stamp.is_some()) else {
@@ -468,7 +486,7 @@ pub(crate) fn create_missing_caches_in(
             })
             .and_then(|mut f| {
                 f.set_len(0)?;
-                std::io::Write::write_all(&mut f, path_var.as_bytes())?;
+                std::io::Write::write_all(&mut f, &[STAMP_VERSION, path_var.as_bytes()].concat())?;
                 f.set_modified(std::time::SystemTime::now())
             });
     }
@@ -880,6 +898,51 @@ mod tests {
         assert!(made.contains(&bun));
         // No pnpm and no corepack on PATH: no pnpm store.
         assert!(!home.path().join(".local").exists(), "{made:?}");
+        // No gradle and no mvn: no ~/.gradle, no ~/.m2.
+        assert!(!home.path().join(".gradle").exists(), "{made:?}");
+        assert!(!home.path().join(".m2").exists(), "{made:?}");
+    }
+
+    #[test]
+    fn gradle_s_and_maven_s_roots_are_made_where_they_are_installed() {
+        let home = tempfile::tempdir().expect("tempdir");
+        let bin = tempfile::tempdir().expect("tempdir");
+        std::fs::create_dir(home.path().join(".cache")).expect("mkdir");
+        std::fs::write(bin.path().join("gradle"), "").expect("gradle");
+        std::fs::write(bin.path().join("mvn"), "").expect("mvn");
+        let path: OsString = bin.path().into();
+        // A stamp an earlier version made (the PATH alone), newer than the
+        // cache home and every PATH directory: stale all the same, since
+        // that version made none of these.
+        std::fs::write(
+            home.path().join(".cache").join(TOOLCHAINS_CHECKED),
+            path.as_encoded_bytes(),
+        )
+        .expect("old stamp");
+        let env = move |name: &str| (name == "PATH").then(|| path.clone());
+        let inputs = Inputs::read(&env, Some(home.path().into()), None);
+        let made = create_missing_caches_in(&env, &inputs);
+        // Each root the policy grants (writable_from), made with ~/.gradle.
+        for rel in [
+            ".gradle/caches",
+            ".gradle/wrapper/dists",
+            ".gradle/daemon",
+            ".gradle/native",
+            ".m2/repository",
+        ] {
+            let dir = home.path().join(rel);
+            assert!(dir.is_dir(), "{rel}: {made:?}");
+            assert!(made.contains(&dir), "{rel}: {made:?}");
+        }
+        // ~/.gradle itself is made, not granted: its init.d and
+        // gradle.properties run code.
+        let project = tempfile::tempdir().expect("tempdir");
+        let roots = roots_with(&[], &home.path().to_string_lossy(), project.path());
+        assert!(!roots.contains(&home.path().join(".gradle")), "{roots:?}");
+        assert!(
+            roots.contains(&home.path().join(".gradle/caches")),
+            "{roots:?}"
+        );
     }
 
     #[test]

@@ -215,6 +215,47 @@ fn add_confined_then_unconfined(
 mod needs_landlock {
     use super::*;
 
+    /// The first Gradle build of a fresh home works confined: Gradle makes
+    /// `~/.gradle` and its caches on its first run, and only the caches are
+    /// granted (its `init.d` and `gradle.properties` run code), so the
+    /// sandbox makes them first where Gradle is installed. Without that,
+    /// this failed with "Failed to create parent directory ~/.gradle".
+    #[test]
+    fn a_first_gradle_build_in_a_fresh_home_works() {
+        let gradle = require_tool("gradle", "gradle");
+        let h = FakeHome::new();
+        assert!(!h.home.join(".gradle").exists());
+        fs::write(
+            h.project.join("build.gradle"),
+            "task hello { doLast { println 'hello from gradle' } }\n",
+        )
+        .expect("write build.gradle");
+        fs::write(h.project.join("settings.gradle"), "").expect("write settings.gradle");
+        let gradle = gradle.to_str().expect("UTF-8");
+        let mut cmd = h.run_command(&h.project, &[], &[gradle, "-q", "hello"]);
+        // Java ignores HOME.
+        cmd.env(
+            "JAVA_TOOL_OPTIONS",
+            format!("-Duser.home={}", h.home.display()),
+        );
+        let out = output(&mut cmd);
+        assert_success(&out);
+        assert!(
+            String::from_utf8_lossy(&out.stdout).contains("hello from gradle"),
+            "{}",
+            show(&out)
+        );
+        // The caches were made (and filled); ~/.gradle itself stays closed.
+        assert!(h.home.join(".gradle/caches").is_dir(), "{}", show(&out));
+        let planted = h.sh(&format!(
+            "mkdir {g}/init.d; echo x > {g}/gradle.properties",
+            g = h.home.join(".gradle").display()
+        ));
+        assert!(!planted.status.success(), "{}", show(&planted));
+        assert!(!h.home.join(".gradle/init.d").exists());
+        assert!(!h.home.join(".gradle/gradle.properties").exists());
+    }
+
     /// A tmux server the sandbox starts is its own: the user's next tmux on
     /// the same socket name starts an unconfined server of its own (its
     /// command writes the home), and a confined tmux does not find the
