@@ -287,7 +287,7 @@ pub(crate) const TOOLCHAINS_CHECKED: &str = ".strument-sandbox-toolchains-checke
 
 /// What the stamp holds before the `PATH` it was made with: changed
 /// whenever the sandbox starts making something more for an installed
-/// toolchain (2: Gradle's and Maven's roots), so that a stamp an earlier
+/// toolchain (2: Gradle's, Maven's and Go's roots), so that a stamp an earlier
 /// version made is stale once, and what it did not make is made.
 const STAMP_VERSION: &[u8] = b"2\n";
 
@@ -446,7 +446,17 @@ pub(crate) fn create_missing_caches_in(
         .map(|v| v.value)
         .or_else(|| home.as_ref().map(|h| h.join(".gradle")));
     let gradle = |rel: &str| gradle_home.as_ref().map(|g| g.join(rel));
-    let stores: [(Option<PathBuf>, &[&str]); 7] = [
+    // And Go's module cache and checksum database, which the first build
+    // with a module dependency makes with `~/go` (measured with go 1.19:
+    // `could not create module cache: mkdir ~/go: permission denied`).
+    let gopath = var("GOPATH")
+        .and_then(|v| env_first_path(Some(v.value)))
+        .or_else(|| home.as_ref().map(|h| h.join("go")));
+    let gomodcache = var("GOMODCACHE")
+        .map(|v| v.value)
+        .or_else(|| gopath.as_ref().map(|g| g.join("pkg/mod")));
+    let gosumdb = gopath.map(|g| g.join("pkg/sumdb"));
+    let stores: [(Option<PathBuf>, &[&str]); 9] = [
         (
             crate::environment::pnpm_store(env, home.as_deref()),
             &["pnpm", "corepack"],
@@ -457,6 +467,8 @@ pub(crate) fn create_missing_caches_in(
         (gradle("daemon"), &["gradle"]),
         (gradle("native"), &["gradle"]),
         (home.as_ref().map(|h| h.join(".m2/repository")), &["mvn"]),
+        (gomodcache, &["go"]),
+        (gosumdb, &["go"]),
     ];
     for (store, tools) in stores {
         let (Some(store), Some(home), true) = (store, home.as_deref(), stamp.is_some()) else {
@@ -898,18 +910,20 @@ mod tests {
         assert!(made.contains(&bun));
         // No pnpm and no corepack on PATH: no pnpm store.
         assert!(!home.path().join(".local").exists(), "{made:?}");
-        // No gradle and no mvn: no ~/.gradle, no ~/.m2.
+        // No gradle, no mvn and no go: no ~/.gradle, no ~/.m2, no ~/go.
         assert!(!home.path().join(".gradle").exists(), "{made:?}");
         assert!(!home.path().join(".m2").exists(), "{made:?}");
+        assert!(!home.path().join("go").exists(), "{made:?}");
     }
 
     #[test]
-    fn gradle_s_and_maven_s_roots_are_made_where_they_are_installed() {
+    fn gradle_s_maven_s_and_go_s_roots_are_made_where_they_are_installed() {
         let home = tempfile::tempdir().expect("tempdir");
         let bin = tempfile::tempdir().expect("tempdir");
         std::fs::create_dir(home.path().join(".cache")).expect("mkdir");
         std::fs::write(bin.path().join("gradle"), "").expect("gradle");
         std::fs::write(bin.path().join("mvn"), "").expect("mvn");
+        std::fs::write(bin.path().join("go"), "").expect("go");
         let path: OsString = bin.path().into();
         // A stamp an earlier version made (the PATH alone), newer than the
         // cache home and every PATH directory: stale all the same, since
@@ -929,6 +943,8 @@ mod tests {
             ".gradle/daemon",
             ".gradle/native",
             ".m2/repository",
+            "go/pkg/mod",
+            "go/pkg/sumdb",
         ] {
             let dir = home.path().join(rel);
             assert!(dir.is_dir(), "{rel}: {made:?}");
@@ -943,6 +959,9 @@ mod tests {
             roots.contains(&home.path().join(".gradle/caches")),
             "{roots:?}"
         );
+        // Nor ~/go, whose bin/ `go install` writes.
+        assert!(!roots.contains(&home.path().join("go")), "{roots:?}");
+        assert!(roots.contains(&home.path().join("go/pkg/mod")), "{roots:?}");
     }
 
     #[test]

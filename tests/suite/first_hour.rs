@@ -215,6 +215,77 @@ fn add_confined_then_unconfined(
 mod needs_landlock {
     use super::*;
 
+    /// The first Go build with a module dependency in a fresh home works
+    /// confined: go makes its module cache with `~/go` on first use, and
+    /// only `pkg/mod` and `pkg/sumdb` are granted (`go install` writes
+    /// `~/go/bin`), so the sandbox makes them first where go is installed.
+    /// Without that, this failed with "could not create module cache: mkdir
+    /// ~/go: permission denied". The dependency comes from a module proxy
+    /// in a directory (GOPROXY=file://…), as no module proxy is reachable
+    /// here.
+    #[test]
+    fn a_first_go_build_with_a_dependency_in_a_fresh_home_works() {
+        let go = require_tool("go", "golang-go");
+        let h = FakeHome::new();
+        assert!(!h.home.join("go").exists());
+        let proxy = h.home.join("proxy");
+        let versions = proxy.join("example.com/dep/@v");
+        fs::create_dir_all(&versions).expect("mkdir proxy");
+        fs::write(versions.join("list"), "v1.0.0\n").expect("list");
+        fs::write(
+            versions.join("v1.0.0.info"),
+            r#"{"Version":"v1.0.0","Time":"2024-01-01T00:00:00Z"}"#,
+        )
+        .expect("info");
+        let module = "module example.com/dep\n\ngo 1.19\n";
+        fs::write(versions.join("v1.0.0.mod"), module).expect("mod");
+        // The module's zip, made with Python's zipfile (no zip crate here).
+        let zip = versions.join("v1.0.0.zip");
+        let made = output(Command::new(require_tool("python3", "python3")).args([
+            "-c",
+            "import sys, zipfile\n\
+             with zipfile.ZipFile(sys.argv[1], 'w') as z:\n\
+             \x20   z.writestr('example.com/dep@v1.0.0/go.mod', sys.argv[2])\n\
+             \x20   z.writestr('example.com/dep@v1.0.0/dep.go', \
+             'package dep\\n\\nfunc Hello() string { return \"hello from dep\" }\\n')",
+            zip.to_str().expect("UTF-8"),
+            module,
+        ]));
+        assert_success(&made);
+        fs::write(
+            h.project.join("go.mod"),
+            "module example.com/hello\n\ngo 1.19\n\nrequire example.com/dep v1.0.0\n",
+        )
+        .expect("go.mod");
+        fs::write(
+            h.project.join("main.go"),
+            "package main\n\nimport (\n\t\"fmt\"\n\t\"example.com/dep\"\n)\n\n\
+             func main() { fmt.Println(dep.Hello()) }\n",
+        )
+        .expect("main.go");
+        let go = go.to_str().expect("UTF-8");
+        let mut cmd = h.run_command(&h.project, &[], &[go, "run", "."]);
+        cmd.env("GOPROXY", format!("file://{}", proxy.display()))
+            .env("GOSUMDB", "off")
+            .env("GOFLAGS", "-mod=mod");
+        let out = output(&mut cmd);
+        assert_success(&out);
+        assert!(
+            String::from_utf8_lossy(&out.stdout).contains("hello from dep"),
+            "{}",
+            show(&out)
+        );
+        assert!(
+            h.home.join("go/pkg/mod/example.com").is_dir(),
+            "{}",
+            show(&out)
+        );
+        // ~/go itself and its bin/ stay closed.
+        let planted = h.sh(&format!("mkdir {}/bin", h.home.join("go").display()));
+        assert!(!planted.status.success(), "{}", show(&planted));
+        assert!(!h.home.join("go/bin").exists());
+    }
+
     /// The first Gradle build of a fresh home works confined: Gradle makes
     /// `~/.gradle` and its caches on its first run, and only the caches are
     /// granted (its `init.d` and `gradle.properties` run code), so the
