@@ -287,9 +287,10 @@ pub(crate) const TOOLCHAINS_CHECKED: &str = ".strument-sandbox-toolchains-checke
 
 /// What the stamp holds before the `PATH` it was made with: changed
 /// whenever the sandbox starts making something more for an installed
-/// toolchain (2: Gradle's, Maven's and Go's roots), so that a stamp an earlier
-/// version made is stale once, and what it did not make is made.
-const STAMP_VERSION: &[u8] = b"2\n";
+/// toolchain (2: Gradle's, Maven's and Go's roots; 3: cargo's), so that a
+/// stamp an earlier version made is stale once, and what it did not make
+/// is made.
+const STAMP_VERSION: &[u8] = b"3\n";
 
 /// Whether the toolchains were looked up after anything could have changed
 /// the answer: after the cache home last changed (a cache directory made or
@@ -456,7 +457,17 @@ pub(crate) fn create_missing_caches_in(
         .map(|v| v.value)
         .or_else(|| gopath.as_ref().map(|g| g.join("pkg/mod")));
     let gosumdb = gopath.map(|g| g.join("pkg/sumdb"));
-    let stores: [(Option<PathBuf>, &[&str]); 9] = [
+    // And cargo's registry, git checkouts and lock files, where no cargo
+    // home exists yet (Debian's cargo, or rustup with its cargo home
+    // elsewhere): `failed to create directory ~/.cargo/registry/cache/…`.
+    // Never for a cargo home that is the home directory or above it, which
+    // the policy skips.
+    let cargo_home = var("CARGO_HOME")
+        .map(|v| v.value)
+        .or_else(|| home.as_ref().map(|h| h.join(".cargo")))
+        .filter(|c| home.as_ref().is_none_or(|h| !h.starts_with(c)));
+    let cargo = |rel: &str| cargo_home.as_ref().map(|c| c.join(rel));
+    let mut stores: Vec<(Option<PathBuf>, &[&str])> = vec![
         (
             crate::environment::pnpm_store(env, home.as_deref()),
             &["pnpm", "corepack"],
@@ -469,7 +480,14 @@ pub(crate) fn create_missing_caches_in(
         (home.as_ref().map(|h| h.join(".m2/repository")), &["mvn"]),
         (gomodcache, &["go"]),
         (gosumdb, &["go"]),
+        (cargo("registry"), &["cargo"]),
+        (cargo("git"), &["cargo"]),
     ];
+    stores.extend(
+        CARGO_LOCK_FILES
+            .iter()
+            .map(|lock| (cargo(lock), &["cargo"][..])),
+    );
     for (store, tools) in stores {
         let (Some(store), Some(home), true) = (store, home.as_deref(), stamp.is_some()) else {
             continue;
@@ -910,20 +928,23 @@ mod tests {
         assert!(made.contains(&bun));
         // No pnpm and no corepack on PATH: no pnpm store.
         assert!(!home.path().join(".local").exists(), "{made:?}");
-        // No gradle, no mvn and no go: no ~/.gradle, no ~/.m2, no ~/go.
+        // No gradle, no mvn, no go, no cargo: no ~/.gradle, ~/.m2, ~/go or
+        // ~/.cargo.
         assert!(!home.path().join(".gradle").exists(), "{made:?}");
         assert!(!home.path().join(".m2").exists(), "{made:?}");
         assert!(!home.path().join("go").exists(), "{made:?}");
+        assert!(!home.path().join(".cargo").exists(), "{made:?}");
     }
 
     #[test]
-    fn gradle_s_maven_s_and_go_s_roots_are_made_where_they_are_installed() {
+    fn gradle_s_maven_s_go_s_and_cargo_s_roots_are_made_where_they_are_installed() {
         let home = tempfile::tempdir().expect("tempdir");
         let bin = tempfile::tempdir().expect("tempdir");
         std::fs::create_dir(home.path().join(".cache")).expect("mkdir");
         std::fs::write(bin.path().join("gradle"), "").expect("gradle");
         std::fs::write(bin.path().join("mvn"), "").expect("mvn");
         std::fs::write(bin.path().join("go"), "").expect("go");
+        std::fs::write(bin.path().join("cargo"), "").expect("cargo");
         let path: OsString = bin.path().into();
         // A stamp an earlier version made (the PATH alone), newer than the
         // cache home and every PATH directory: stale all the same, since
@@ -945,6 +966,8 @@ mod tests {
             ".m2/repository",
             "go/pkg/mod",
             "go/pkg/sumdb",
+            ".cargo/registry",
+            ".cargo/git",
         ] {
             let dir = home.path().join(rel);
             assert!(dir.is_dir(), "{rel}: {made:?}");
@@ -959,9 +982,36 @@ mod tests {
             roots.contains(&home.path().join(".gradle/caches")),
             "{roots:?}"
         );
-        // Nor ~/go, whose bin/ `go install` writes.
+        // cargo's lock files are files.
+        assert!(
+            home.path().join(".cargo/.package-cache").is_file(),
+            "{made:?}"
+        );
+        // Nor ~/go, whose bin/ `go install` writes, nor ~/.cargo, whose
+        // bin/ `cargo install` writes.
+        assert!(!roots.contains(&home.path().join(".cargo")), "{roots:?}");
         assert!(!roots.contains(&home.path().join("go")), "{roots:?}");
         assert!(roots.contains(&home.path().join("go/pkg/mod")), "{roots:?}");
+    }
+
+    #[test]
+    fn a_cargo_home_that_is_the_home_directory_gets_nothing_made() {
+        let home = tempfile::tempdir().expect("tempdir");
+        let bin = tempfile::tempdir().expect("tempdir");
+        std::fs::create_dir(home.path().join(".cache")).expect("mkdir");
+        std::fs::write(bin.path().join("cargo"), "").expect("cargo");
+        let path: OsString = bin.path().into();
+        let cargo_home: OsString = home.path().into();
+        let env = move |name: &str| match name {
+            "PATH" => Some(path.clone()),
+            "CARGO_HOME" => Some(cargo_home.clone()),
+            _ => None,
+        };
+        let made =
+            create_missing_caches_in(&env, &Inputs::read(&env, Some(home.path().into()), None));
+        for name in ["registry", "git", ".package-cache", ".cargo"] {
+            assert!(!home.path().join(name).exists(), "{name}: {made:?}");
+        }
     }
 
     #[test]

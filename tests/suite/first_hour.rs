@@ -930,6 +930,31 @@ mod needs_landlock {
             h.assert_sentinels_intact();
         }
 
+        /// And a home with no cargo home at all (Debian's cargo, or rustup's
+        /// with its cargo home elsewhere): `run` makes `~/.cargo/registry`,
+        /// `git` and the lock files, never `~/.cargo` itself as a root (`cargo
+        /// install` writes its `bin/`). Without that, this failed with
+        /// "failed to create directory ~/.cargo/registry/cache/…: Permission
+        /// denied".
+        #[test]
+        fn cargo_build_in_a_home_without_a_cargo_home_gets_its_roots_made() {
+            let h = downloading_home(&[]);
+            copy_fixture("cargo-hello", &h.project);
+            // The fake home's sentinel in ~/.cargo/bin goes with it.
+            fs::remove_dir_all(h.home.join(".cargo")).expect("rm ~/.cargo");
+            let out = h.run(&[], &["cargo", "build", "--locked"]);
+            assert_success(&out);
+            assert!(
+                h.project.join("target/debug/cargo-hello").is_file(),
+                "no binary in target/\n{}",
+                show(&out)
+            );
+            assert!(h.home.join(".cargo/registry/cache").is_dir());
+            let planted = h.sh(&format!("mkdir {}/bin", h.home.join(".cargo").display()));
+            assert!(!planted.status.success(), "{}", show(&planted));
+            assert!(!h.home.join(".cargo/bin").exists());
+        }
+
         /// A fresh fake home whose cache home starts empty: `pip install` into a
         /// project virtualenv writes pip's cache (`~/.cache/pip`, made because pip
         /// is installed), and the cache home's own files stay read-only.
