@@ -913,13 +913,22 @@ mod tests {
         assert_eq!(dedup.len(), roots.len());
     }
 
-    #[test]
-    fn stores_are_made_with_their_parents_only_for_installed_tools() {
+    /// A home with an empty cache home, and a `PATH` of one directory
+    /// holding (empty) commands named `tools`.
+    fn home_with_tools(tools: &[&str]) -> (tempfile::TempDir, tempfile::TempDir, OsString) {
         let home = tempfile::tempdir().expect("tempdir");
         let bin = tempfile::tempdir().expect("tempdir");
         std::fs::create_dir(home.path().join(".cache")).expect("mkdir");
-        std::fs::write(bin.path().join("bun"), "").expect("bun");
-        let path: OsString = bin.path().into();
+        for tool in tools {
+            std::fs::write(bin.path().join(tool), "").expect("tool");
+        }
+        let path = bin.path().into();
+        (home, bin, path)
+    }
+
+    #[test]
+    fn stores_are_made_with_their_parents_only_for_installed_tools() {
+        let (home, _bin, path) = home_with_tools(&["bun"]);
         let env = move |name: &str| (name == "PATH").then(|| path.clone());
         let made =
             create_missing_caches_in(&env, &Inputs::read(&env, Some(home.path().into()), None));
@@ -938,14 +947,7 @@ mod tests {
 
     #[test]
     fn gradle_s_maven_s_go_s_and_cargo_s_roots_are_made_where_they_are_installed() {
-        let home = tempfile::tempdir().expect("tempdir");
-        let bin = tempfile::tempdir().expect("tempdir");
-        std::fs::create_dir(home.path().join(".cache")).expect("mkdir");
-        std::fs::write(bin.path().join("gradle"), "").expect("gradle");
-        std::fs::write(bin.path().join("mvn"), "").expect("mvn");
-        std::fs::write(bin.path().join("go"), "").expect("go");
-        std::fs::write(bin.path().join("cargo"), "").expect("cargo");
-        let path: OsString = bin.path().into();
+        let (home, _bin, path) = home_with_tools(&["gradle", "mvn", "go", "cargo"]);
         // A stamp an earlier version made (the PATH alone), newer than the
         // cache home and every PATH directory: stale all the same, since
         // that version made none of these.
@@ -996,11 +998,7 @@ mod tests {
 
     #[test]
     fn a_cargo_home_that_is_the_home_directory_gets_nothing_made() {
-        let home = tempfile::tempdir().expect("tempdir");
-        let bin = tempfile::tempdir().expect("tempdir");
-        std::fs::create_dir(home.path().join(".cache")).expect("mkdir");
-        std::fs::write(bin.path().join("cargo"), "").expect("cargo");
-        let path: OsString = bin.path().into();
+        let (home, _bin, path) = home_with_tools(&["cargo"]);
         let cargo_home: OsString = home.path().into();
         let env = move |name: &str| match name {
             "PATH" => Some(path.clone()),
