@@ -132,6 +132,9 @@ pub(crate) struct Inputs {
     pub(crate) judge: Judge,
     cache_home: Option<(PathBuf, Option<Variable>)>,
     caches: Vec<Root>,
+    /// Whether the project has a Gradle wrapper (`gradlew`), which runs
+    /// Gradle with no `gradle` on `PATH`.
+    gradle_wrapper: bool,
 }
 
 impl Inputs {
@@ -151,6 +154,7 @@ impl Inputs {
             judge,
             cache_home,
             caches,
+            gradle_wrapper: project.is_some_and(|p| p.join("gradlew").is_file()),
         }
     }
 
@@ -489,10 +493,15 @@ pub(crate) fn create_missing_caches_in(
             .map(|lock| (cargo(lock), &["cargo"][..])),
     );
     for (store, tools) in stores {
-        let (Some(store), Some(home), true) = (store, home.as_deref(), stamp.is_some()) else {
+        let (Some(store), Some(home)) = (store, home.as_deref()) else {
             continue;
         };
-        if !missing(&store) || !store.starts_with(home) || !tools.iter().any(|t| on_path(t)) {
+        // A tool on PATH is looked for only with the stamp stale; a
+        // project's Gradle wrapper every time (one `stat`, made above), as
+        // the stamp says nothing of the project.
+        let wrapper = inputs.gradle_wrapper && tools.contains(&"gradle");
+        let installed = wrapper || (stamp.is_some() && tools.iter().any(|t| on_path(t)));
+        if !installed || !store.starts_with(home) || !missing(&store) {
             continue;
         }
         let mut levels: Vec<&Path> = store
@@ -994,6 +1003,26 @@ mod tests {
         assert!(!roots.contains(&home.path().join(".cargo")), "{roots:?}");
         assert!(!roots.contains(&home.path().join("go")), "{roots:?}");
         assert!(roots.contains(&home.path().join("go/pkg/mod")), "{roots:?}");
+    }
+
+    #[test]
+    fn a_project_s_gradle_wrapper_gets_gradle_s_roots_made_whatever_the_stamp() {
+        let (home, _bin, path) = home_with_tools(&[]);
+        let project = tempfile::tempdir().expect("tempdir");
+        let env = move |name: &str| (name == "PATH").then(|| path.clone());
+        // A first run stamps the toolchains: nothing for Gradle yet.
+        let plain = Inputs::read(&env, Some(home.path().into()), Some(project.path()));
+        create_missing_caches_in(&env, &plain);
+        assert!(!home.path().join(".gradle").exists());
+        // Then the project gets a wrapper: made, the stamp fresh or not.
+        std::fs::write(project.path().join("gradlew"), "").expect("gradlew");
+        let wrapped = Inputs::read(&env, Some(home.path().into()), Some(project.path()));
+        let made = create_missing_caches_in(&env, &wrapped);
+        assert!(home.path().join(".gradle/caches").is_dir(), "{made:?}");
+        assert!(
+            home.path().join(".gradle/wrapper/dists").is_dir(),
+            "{made:?}"
+        );
     }
 
     #[test]
