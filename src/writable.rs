@@ -301,7 +301,10 @@ const STAMP_VERSION: &[u8] = b"3\n";
 /// removed) and after every `PATH` directory last changed (a command
 /// installed). Change times, not modification times: an archive or a
 /// package manager can set a directory's modification time back, never its
-/// change time.
+/// change time. A change in the same clock tick as the stamp counts as
+/// later: the kernel stamps both from its coarse clock (a tick of up to
+/// 10 ms), so a cache directory removed just after a run can carry the
+/// very time the run gave its stamp.
 fn looked_up_since(
     checked: &Path,
     cache_home: Option<&std::fs::Metadata>,
@@ -331,12 +334,12 @@ fn looked_up_since(
         return false;
     }
     let stamped = (stamp.mtime(), stamp.mtime_nsec());
-    if ctime(cache_home) > stamped {
+    if ctime(cache_home) >= stamped {
         return false;
     }
     crate::environment::path_dirs(path_var)
         .iter()
-        .all(|dir| std::fs::metadata(dir).map_or(true, |m| ctime(&m) <= stamped))
+        .all(|dir| std::fs::metadata(dir).map_or(true, |m| ctime(&m) < stamped))
 }
 
 /// [`create_missing_caches`] with the environment given and the home
@@ -514,8 +517,9 @@ pub(crate) fn create_missing_caches_in(
         }
     }
     if let Some(checked) = stamp {
-        // After the directories are made, so the stamp is newer than the
-        // cache home's change time.
+        // After the directories are made, its time the kernel's, from the
+        // same clock as the change times it is compared with (a time from
+        // `SystemTime::now` can be later than a change made after it).
         let _ = checked
             .parent()
             .zip(checked.file_name())
@@ -525,8 +529,7 @@ pub(crate) fn create_missing_caches_in(
             })
             .and_then(|mut f| {
                 f.set_len(0)?;
-                std::io::Write::write_all(&mut f, &[STAMP_VERSION, path_var.as_bytes()].concat())?;
-                f.set_modified(std::time::SystemTime::now())
+                std::io::Write::write_all(&mut f, &[STAMP_VERSION, path_var.as_bytes()].concat())
             });
     }
     for root in &inputs.caches {
