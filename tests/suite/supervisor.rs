@@ -733,11 +733,20 @@ mod needs_landlock {
              sys.stdin.readline()",
             h.project.join("own.sock").display()
         );
-        // HOME named: without it Python's start looks the user up, a
-        // connect to nscd's socket (a notified call, so a thread) before
-        // `ready`: with `env -u HOME` this test failed exactly as on CI.
-        let mut cmd = Command::new(python());
-        cmd.args(["-c", &script])
+        // The interpreter itself, isolated, not what PATH names: a command
+        // that looks the user up starts with a connect to nscd's socket (a
+        // notified call, so a thread) before `ready`. pyenv's `python3` is a
+        // bash script, and bash looks the user up where SHELL is unset;
+        // Python does where HOME is unset (its user site, which -I leaves
+        // out). With either variable unset this test failed as on CI.
+        let interpreter =
+            output(Command::new(python()).args(["-I", "-c", "import sys; print(sys.executable)"]));
+        assert_success(&interpreter);
+        let interpreter = String::from_utf8_lossy(&interpreter.stdout)
+            .trim()
+            .to_owned();
+        let mut cmd = Command::new(&interpreter);
+        cmd.args(["-I", "-c", &script])
             .env("HOME", &h.home)
             .stdin(std::process::Stdio::piped())
             .stdout(std::process::Stdio::piped());
