@@ -24,6 +24,8 @@ private_apt_settings() {
   mirror=${VM_MIRROR:-http://deb.debian.org/debian}
   keyring=${VM_KEYRING:-/usr/share/keyrings/debian-archive-keyring.gpg}
   [ -r "$keyring" ] || die "the archive keyring $keyring is missing: apt-get install debian-archive-keyring (or set VM_KEYRING)"
+  [ -n "${1:-}${XDG_CACHE_HOME:-}${HOME:-}" ] ||
+    die "neither HOME nor XDG_CACHE_HOME is set: set one (the lists and kernels are cached beneath it)"
   cache=${1:-${XDG_CACHE_HOME:-$HOME/.cache}/strument-sandbox/$2}
   max_age=${VM_APT_MAX_AGE:-86400}
 }
