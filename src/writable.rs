@@ -132,10 +132,13 @@ pub(crate) struct Inputs {
     pub(crate) judge: Judge,
     cache_home: Option<(PathBuf, Option<Variable>)>,
     caches: Vec<Root>,
-    /// Whether the project has a Gradle wrapper (`gradlew`), which runs
-    /// Gradle with no `gradle` on `PATH`.
-    gradle_wrapper: bool,
+    /// The build tools the project runs through a wrapper script of its
+    /// own ([`WRAPPERS`]), with no command on `PATH`.
+    wrapped: Vec<&'static str>,
 }
+
+/// A build tool's wrapper script in a project, and the tool it runs.
+const WRAPPERS: [(&str, &str); 2] = [("gradlew", "gradle"), ("mvnw", "mvn")];
 
 impl Inputs {
     /// Reads them from `env` and `home`, for `project` when there is one.
@@ -154,7 +157,11 @@ impl Inputs {
             judge,
             cache_home,
             caches,
-            gradle_wrapper: project.is_some_and(|p| p.join("gradlew").is_file()),
+            wrapped: WRAPPERS
+                .iter()
+                .filter(|(script, _)| project.is_some_and(|p| p.join(script).is_file()))
+                .map(|(_, tool)| *tool)
+                .collect(),
         }
     }
 
@@ -500,9 +507,9 @@ pub(crate) fn create_missing_caches_in(
             continue;
         };
         // A tool on PATH is looked for only with the stamp stale; a
-        // project's Gradle wrapper every time (one `stat`, made above), as
-        // the stamp says nothing of the project.
-        let wrapper = inputs.gradle_wrapper && tools.contains(&"gradle");
+        // project's wrapper script every time (a `stat` each, made above),
+        // as the stamp says nothing of the project.
+        let wrapper = tools.iter().any(|t| inputs.wrapped.contains(t));
         let installed = wrapper || (stamp.is_some() && tools.iter().any(|t| on_path(t)));
         if !installed || !store.starts_with(home) || !missing(&store) {
             continue;
@@ -1009,23 +1016,23 @@ mod tests {
     }
 
     #[test]
-    fn a_project_s_gradle_wrapper_gets_gradle_s_roots_made_whatever_the_stamp() {
+    fn a_project_s_gradle_and_maven_wrappers_get_their_roots_made_whatever_the_stamp() {
         let (home, _bin, path) = home_with_tools(&[]);
         let project = tempfile::tempdir().expect("tempdir");
         let env = move |name: &str| (name == "PATH").then(|| path.clone());
-        // A first run stamps the toolchains: nothing for Gradle yet.
+        // A first run stamps the toolchains: nothing for Gradle or Maven yet.
         let plain = Inputs::read(&env, Some(home.path().into()), Some(project.path()));
         create_missing_caches_in(&env, &plain);
         assert!(!home.path().join(".gradle").exists());
-        // Then the project gets a wrapper: made, the stamp fresh or not.
+        assert!(!home.path().join(".m2").exists());
+        // Then the project gets its wrappers: made, the stamp fresh or not.
         std::fs::write(project.path().join("gradlew"), "").expect("gradlew");
+        std::fs::write(project.path().join("mvnw"), "").expect("mvnw");
         let wrapped = Inputs::read(&env, Some(home.path().into()), Some(project.path()));
         let made = create_missing_caches_in(&env, &wrapped);
-        assert!(home.path().join(".gradle/caches").is_dir(), "{made:?}");
-        assert!(
-            home.path().join(".gradle/wrapper/dists").is_dir(),
-            "{made:?}"
-        );
+        for rel in [".gradle/caches", ".gradle/wrapper/dists", ".m2/repository"] {
+            assert!(home.path().join(rel).is_dir(), "{rel}: {made:?}");
+        }
     }
 
     #[test]
