@@ -552,6 +552,11 @@ pub(crate) struct GitdirAsked {
 }
 
 impl Judge {
+    /// The project it judges for, when one was given.
+    pub(crate) fn project(&self) -> Option<&Path> {
+        self.project.as_deref()
+    }
+
     /// A judge of what covers `home`, and of what covers `project` too when
     /// one is given.
     pub(crate) fn new(home: Option<&Path>, project: Option<&Path>) -> Judge {

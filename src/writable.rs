@@ -132,9 +132,6 @@ pub(crate) struct Inputs {
     pub(crate) judge: Judge,
     cache_home: Option<(PathBuf, Option<Variable>)>,
     caches: Vec<Root>,
-    /// The build tools the project runs through a wrapper script of its
-    /// own ([`WRAPPERS`]), with no command on `PATH`.
-    wrapped: Vec<&'static str>,
 }
 
 /// A build tool's wrapper script in a project, and the tool it runs.
@@ -157,11 +154,6 @@ impl Inputs {
             judge,
             cache_home,
             caches,
-            wrapped: WRAPPERS
-                .iter()
-                .filter(|(script, _)| project.is_some_and(|p| p.join(script).is_file()))
-                .map(|(_, tool)| *tool)
-                .collect(),
         }
     }
 
@@ -502,6 +494,19 @@ pub(crate) fn create_missing_caches_in(
             .iter()
             .map(|lock| (cargo(lock), &["cargo"][..])),
     );
+    // The build tools the project runs through a wrapper script of its own,
+    // with no command on PATH: looked for once, at the first store.
+    let wrapped = std::cell::OnceCell::new();
+    let wrapped = || -> &Vec<&str> {
+        wrapped.get_or_init(|| {
+            let project = inputs.judge.project();
+            WRAPPERS
+                .iter()
+                .filter(|(script, _)| project.is_some_and(|p| p.join(script).is_file()))
+                .map(|(_, tool)| *tool)
+                .collect()
+        })
+    };
     for (store, tools) in stores {
         let (Some(store), Some(home)) = (store, home.as_deref()) else {
             continue;
@@ -509,7 +514,7 @@ pub(crate) fn create_missing_caches_in(
         // A tool on PATH is looked for only with the stamp stale; a
         // project's wrapper script every time (a `stat` each, made above),
         // as the stamp says nothing of the project.
-        let wrapper = tools.iter().any(|t| inputs.wrapped.contains(t));
+        let wrapper = tools.iter().any(|t| wrapped().contains(t));
         let installed = wrapper || (stamp.is_some() && tools.iter().any(|t| on_path(t)));
         if !installed || !store.starts_with(home) || !missing(&store) {
             continue;
