@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 use super::support::{FakeHome, assert_success, copy_fixture, output, require_tool, show};
-use super::support::{Need, require, sessions_parent};
+use super::support::{Need, assert_printed, require, sessions_parent};
 
 /// Variables this machine's network needs (its TLS certificates, a proxy),
 /// passed through from the test's own environment when set: `FakeHome`
@@ -270,11 +270,7 @@ mod needs_landlock {
             .env("GOFLAGS", "-mod=mod");
         let out = output(&mut cmd);
         assert_success(&out);
-        assert!(
-            String::from_utf8_lossy(&out.stdout).contains("hello from dep"),
-            "{}",
-            show(&out)
-        );
+        assert_printed(&out, "hello from dep");
         assert!(
             h.home.join("go/pkg/mod/example.com").is_dir(),
             "{}",
@@ -311,11 +307,7 @@ mod needs_landlock {
         );
         let out = output(&mut cmd);
         assert_success(&out);
-        assert!(
-            String::from_utf8_lossy(&out.stdout).contains("hello from gradle"),
-            "{}",
-            show(&out)
-        );
+        assert_printed(&out, "hello from gradle");
         // The caches were made (and filled); ~/.gradle itself stays closed.
         assert!(h.home.join(".gradle/caches").is_dir(), "{}", show(&out));
         let planted = h.sh(&format!(
