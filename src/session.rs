@@ -39,6 +39,7 @@ use crate::spawn::Spawn;
 use crate::tripwire::{Change, Snapshot};
 use crate::writable::{Inputs, create_missing_caches_in, writable_from};
 
+pub use crate::connect::Serving;
 pub use crate::wait::{PlainWait, Waiter};
 
 /// A project confined for an agent: the policy prepared once, every command
@@ -280,8 +281,19 @@ impl Session {
     pub fn run_spawn(&self, spawn: &Spawn, waiter: &mut dyn Waiter) -> io::Result<Finished> {
         // Where the environment table, the kept descriptors and the connect
         // supervisor's end join the child, as in `confine`.
-        let mut child = spawn.spawn(&self.prepared)?;
-        let status = waiter.wait_spawned(&mut child)?;
+        // The waiting thread keeps the supervisor's watch over the command
+        // until its first call, if the waiter polls it: no thread starts
+        // for a command that never connects.
+        let serving = Serving::new(self.prepared.supervisor())?;
+        let mut child = spawn.spawn_served(&self.prepared, true)?;
+        let mut serving = serving;
+        let waited = waiter.wait_spawned_serving(&mut child, &mut serving);
+        // What the command left running, not connected yet, is served on
+        // by a thread; without one its calls fail (`ENOSYS`) once this
+        // process ends.
+        let handed = serving.finish();
+        let status = waited?;
+        handed?;
         Ok(Finished {
             status,
             changes: self.changes(),

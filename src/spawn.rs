@@ -192,6 +192,13 @@ impl Spawn {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn spawn(&self, prepared: &Prepared) -> io::Result<Spawned> {
+        self.spawn_served(prepared, false)
+    }
+
+    /// [`Spawn::spawn`]; with `by_caller`, the child's listener is watched
+    /// by the caller until its first call (a [`Serving`](crate::session::Serving)
+    /// of `prepared`'s supervisor), not by a thread started for it.
+    pub(crate) fn spawn_served(&self, prepared: &Prepared, by_caller: bool) -> io::Result<Spawned> {
         let (ruleset, filter, keep) = prepared.child_parts();
         let chosen = |name: &str| {
             self.env
@@ -215,7 +222,7 @@ impl Spawn {
             match started {
                 Ok((pid, listener)) => {
                     let served = match listener {
-                        Some(listener) => supervisor.serve_child(listener, pid),
+                        Some(listener) => supervisor.serve_child(listener, pid, by_caller),
                         None => Err(io::Error::from_raw_os_error(libc::EBADF)),
                     };
                     // Without the supervisor nothing may run, as with

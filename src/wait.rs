@@ -8,6 +8,7 @@ use std::process::{Child, Command, ExitStatus};
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
 
+use crate::connect::Serving;
 use crate::sys;
 
 /// Starts a confined command and waits for it.
@@ -75,6 +76,28 @@ pub trait Waiter {
     /// As [`Spawned::wait`].
     fn wait_spawned(&mut self, child: &mut Spawned) -> io::Result<ExitStatus> {
         child.wait()
+    }
+
+    /// [`Waiter::wait_spawned`], with the connect supervisor's watch over
+    /// the command kept by this thread while it waits: poll
+    /// [`Serving::fd`] with whatever else is waited on and call
+    /// [`Serving::serve`] when it is readable, and no thread starts for a
+    /// command that never connects ([`Session::run_spawn`](crate::Session::run_spawn)
+    /// calls this). By default a thread of the supervisor's keeps the
+    /// watch ([`Serving::in_background`]) and this is
+    /// [`Waiter::wait_spawned`].
+    ///
+    /// # Errors
+    ///
+    /// As [`Waiter::wait_spawned`], or when the supervisor's thread cannot
+    /// start.
+    fn wait_spawned_serving(
+        &mut self,
+        child: &mut Spawned,
+        serving: &mut Serving<'_>,
+    ) -> io::Result<ExitStatus> {
+        serving.in_background()?;
+        self.wait_spawned(child)
     }
 
     /// Makes `cmd` ready to be spawned by another thread, as

@@ -365,24 +365,27 @@ impl ChildHook {
     }
 }
 
-/// One supervisor: a thread that takes listeners from confined children
-/// and watches each until its first call, started with the first child so
-/// that a policy applied to the calling process starts no thread; and a
-/// thread serving each listener from its first call on, until no process
-/// uses it. A command that never connects costs no thread of its own.
+/// One supervisor: a watch over the listeners of confined children until
+/// each one's first call, kept by a thread of its own (started with the
+/// first child that needs it, so that a policy applied to the calling
+/// process starts no thread) or by a caller that waits for its command
+/// anyway ([`Serving`]); and a thread serving each listener from its first
+/// call on, until no process uses it. A command that never connects costs
+/// no thread of its own.
 pub(crate) struct Supervisor {
     /// The supervisor's filter, the terminal filter's checks included.
     program: Arc<[SockFilter]>,
     shared: Arc<Shared>,
-    /// The sending end of the listeners' socket and the watch, once the
-    /// thread runs, or the errno that stopped it.
+    /// The watch, made with the first child, or the errno that stopped it.
+    watch: OnceLock<Result<Arc<Watch>, i32>>,
+    /// The sending end of the listeners' socket, once the thread runs, or
+    /// the errno that stopped it.
     started: OnceLock<Result<Started, i32>>,
 }
 
 /// What a running supervisor thread is reached through.
 struct Started {
     sender: Arc<OwnedFd>,
-    watch: Arc<Watch>,
 }
 
 /// The listeners of commands that have made no call yet, watched by the
@@ -405,8 +408,11 @@ struct Quiet {
     handing_over: bool,
 }
 
-/// The token of the listeners' socket in [`Watch::epoll`]: no descriptor.
+/// The tokens of the supervisor thread's own `epoll`: the listeners'
+/// socket, and the [`Watch`] (an `epoll` itself, which the thread shares
+/// with a [`Serving`] caller).
 const RECEIVER: u64 = u64::MAX;
+const WATCHED: u64 = u64::MAX - 1;
 
 impl Watch {
     /// Watches `quiet`'s listener until its first call.
@@ -441,6 +447,164 @@ impl Watch {
 
     fn is_empty(&self) -> bool {
         self.quiet.lock().map_or(true, |q| q.is_empty())
+    }
+
+    /// Takes what the watched listeners have now, without waiting: each
+    /// command's first call, handed to a thread of its own, and each
+    /// hang-up. The supervisor's thread and a [`Serving`] caller may both
+    /// call it: each event, armed once, reaches one of them.
+    fn serve_ready(&self, shared: &Arc<Shared>) {
+        let Ok(events) = sys::epoll_wait_for(&self.epoll, Some(0)) else {
+            return;
+        };
+        for (token, input) in events {
+            match self.take(token) {
+                Some(quiet) if input => first_call(self, token, quiet, shared),
+                // No process uses the filter any more: closed (and so no
+                // longer watched).
+                _ => {}
+            }
+        }
+    }
+}
+
+/// The connect supervisor's watch over the confined commands that have
+/// made no call yet, kept by the thread that waits for the command
+/// ([`Waiter::wait_spawned_serving`](crate::session::Waiter::wait_spawned_serving))
+/// instead of a thread of the supervisor's own: a command that never
+/// connects then costs no thread at all, neither its start nor its end.
+///
+/// The waiting thread polls [`Serving::fd`] with whatever else it waits on,
+/// and calls [`Serving::serve`] whenever it is readable: each command's
+/// first call is handed to a thread of its own there, which serves it and
+/// every call after, so nothing the waiter does in between can stall a
+/// command. A waiter that does not poll the descriptor calls
+/// [`Serving::in_background`] first.
+///
+/// # Examples
+///
+/// ```no_run
+/// use std::io;
+/// use std::os::fd::AsRawFd;
+/// use std::process::ExitStatus;
+/// use strument_sandbox::session::{Serving, Waiter};
+/// use strument_sandbox::spawn::Spawned;
+///
+/// struct Polling;
+/// impl Waiter for Polling {
+///     fn wait_spawned_serving(
+///         &mut self,
+///         child: &mut Spawned,
+///         serving: &mut Serving<'_>,
+///     ) -> io::Result<ExitStatus> {
+///         loop {
+///             if let Some(status) = child.try_wait()? {
+///                 return Ok(status);
+///             }
+///             let Some(fd) = serving.fd() else {
+///                 return child.wait(); // a thread of the supervisor's serves
+///             };
+///             let mut poll = [libc::pollfd { fd: fd.as_raw_fd(), events: libc::POLLIN, revents: 0 }];
+///             // A pidfd of the child, or a signalfd of SIGCHLD, would end this wait too.
+///             unsafe { libc::poll(poll.as_mut_ptr(), 1, 10) };
+///             serving.serve();
+///         }
+///     }
+/// }
+/// ```
+pub struct Serving<'a> {
+    supervisor: &'a Supervisor,
+    /// `None` once handed to the supervisor's thread.
+    watch: Option<&'a Watch>,
+}
+
+impl fmt::Debug for Serving<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Serving")
+            .field("by_caller", &self.watch.is_some())
+            .finish()
+    }
+}
+
+impl<'a> Serving<'a> {
+    /// Kept by the caller: `supervisor`'s watch.
+    pub(crate) fn new(supervisor: &'a Supervisor) -> io::Result<Serving<'a>> {
+        Ok(Serving {
+            supervisor,
+            watch: Some(supervisor.watch()?),
+        })
+    }
+
+    /// The descriptor to poll for input (`POLLIN`), or `None` when a thread
+    /// of the supervisor's serves instead (after
+    /// [`Serving::in_background`]).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # fn look(serving: &strument_sandbox::session::Serving<'_>) {
+    /// if let Some(fd) = serving.fd() { /* poll it with the rest */ }
+    /// # }
+    /// ```
+    #[must_use]
+    pub fn fd(&self) -> Option<std::os::fd::BorrowedFd<'_>> {
+        use std::os::fd::AsFd;
+        self.watch.map(|w| w.epoll.as_fd())
+    }
+
+    /// Takes what is ready, without waiting: each command's first call,
+    /// handed to a thread that serves that command from then on. Call it
+    /// whenever [`Serving::fd`] is readable; a call with nothing ready does
+    /// nothing.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # fn look(serving: &strument_sandbox::session::Serving<'_>) {
+    /// serving.serve();
+    /// # }
+    /// ```
+    pub fn serve(&self) {
+        if let Some(watch) = self.watch {
+            watch.serve_ready(&self.supervisor.shared);
+        }
+    }
+
+    /// Hands the watch to a thread of the supervisor's own, for a waiter
+    /// that does not poll [`Serving::fd`]; [`Serving::fd`] is `None` from
+    /// then on.
+    ///
+    /// # Errors
+    ///
+    /// When the thread cannot start. The commands' notified calls then
+    /// fail (`ENOSYS`) once the session ends, and wait until then: never
+    /// pass unchecked.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # fn look(serving: &mut strument_sandbox::session::Serving<'_>) -> std::io::Result<()> {
+    /// serving.in_background()?;
+    /// assert!(serving.fd().is_none());
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn in_background(&mut self) -> io::Result<()> {
+        if self.watch.is_some() {
+            self.supervisor.start()?;
+            self.watch = None;
+        }
+        Ok(())
+    }
+
+    /// Once the caller stops serving: what is still watched (a process the
+    /// command left running, which has not connected yet) goes to the
+    /// supervisor's thread.
+    pub(crate) fn finish(mut self) -> io::Result<()> {
+        match self.watch {
+            Some(watch) if !watch.is_empty() => self.in_background(),
+            _ => Ok(()),
+        }
     }
 }
 
@@ -490,6 +654,7 @@ impl Supervisor {
                 bound: Mutex::new(Bound::default()),
                 refused: Mutex::new(Vec::new()),
             }),
+            watch: OnceLock::new(),
             started: OnceLock::new(),
         })
     }
@@ -509,24 +674,39 @@ impl Supervisor {
         })
     }
 
-    /// The thread that takes and watches listeners, started the first time.
+    /// The watch over listeners until their first call, made the first
+    /// time; watched by nobody until [`Supervisor::start`] or a
+    /// [`Serving`] caller.
+    fn watch(&self) -> io::Result<&Arc<Watch>> {
+        self.watch
+            .get_or_init(|| {
+                Ok(Arc::new(Watch {
+                    epoll: sys::epoll_new().map_err(|e| errno(&e))?,
+                    quiet: Mutex::new(std::collections::HashMap::new()),
+                }))
+            })
+            .as_ref()
+            .map_err(|e| io::Error::from_raw_os_error(*e))
+    }
+
+    /// The thread that takes listeners and keeps the watch, started the
+    /// first time.
     fn start(&self) -> io::Result<&Started> {
+        let watch = Arc::clone(self.watch()?);
         let started = self.started.get_or_init(|| {
             let (receiver, sender) = sys::seqpacket_pair().map_err(|e| errno(&e))?;
-            let watch = Arc::new(Watch {
-                epoll: sys::epoll_new().map_err(|e| errno(&e))?,
-                quiet: Mutex::new(std::collections::HashMap::new()),
-            });
-            sys::epoll_add(&watch.epoll, receiver.as_raw_fd(), RECEIVER, false)
-                .map_err(|e| errno(&e))?;
-            let (shared, watched) = (Arc::clone(&self.shared), Arc::clone(&watch));
+            // Its own epoll: the listeners' socket and the watch, which a
+            // `Serving` caller may poll too.
+            let own = sys::epoll_new().map_err(|e| errno(&e))?;
+            sys::epoll_add(&own, receiver.as_raw_fd(), RECEIVER, false).map_err(|e| errno(&e))?;
+            sys::epoll_add(&own, watch.epoll.as_raw_fd(), WATCHED, false).map_err(|e| errno(&e))?;
+            let shared = Arc::clone(&self.shared);
             sys::spawn_unsignalled("strument-connect".into(), move || {
-                accept(receiver, &watched, &shared);
+                accept(receiver, &own, &watch, &shared);
             })
             .map_err(|e| errno(&e))?;
             Ok(Started {
                 sender: Arc::new(sender),
-                watch,
             })
         });
         started
@@ -551,8 +731,19 @@ impl Supervisor {
     /// When the thread cannot start or the listener cannot be watched: the
     /// listener is closed, and the command's notified calls then fail
     /// (`ENOSYS`), never pass unchecked.
-    pub(crate) fn serve_child(&self, listener: OwnedFd, command: i32) -> io::Result<()> {
-        self.start()?.watch.add(Quiet {
+    ///
+    /// With `by_caller`, no thread starts: the caller keeps the watch
+    /// through a [`Serving`].
+    pub(crate) fn serve_child(
+        &self,
+        listener: OwnedFd,
+        command: i32,
+        by_caller: bool,
+    ) -> io::Result<()> {
+        if !by_caller {
+            self.start()?;
+        }
+        self.watch()?.add(Quiet {
             served: serve::served(listener),
             command,
             handing_over: false,
@@ -615,23 +806,18 @@ impl Supervisor {
 /// comes: a child stopped before it stalls nothing. Runs until every
 /// sending end is closed (the supervisor is gone) and no listener is
 /// watched.
-fn accept(receiver: OwnedFd, watch: &Watch, shared: &Arc<Shared>) {
+fn accept(receiver: OwnedFd, own: &OwnedFd, watch: &Watch, shared: &Arc<Shared>) {
     let mut receiver = Some(receiver);
     loop {
         if receiver.is_none() && watch.is_empty() {
             return;
         }
-        let Ok(events) = sys::epoll_wait(&watch.epoll) else {
+        let Ok(events) = sys::epoll_wait_for(own, None) else {
             return;
         };
-        for (token, input) in events {
-            if token != RECEIVER {
-                match watch.take(token) {
-                    Some(quiet) if input => first_call(watch, token, quiet, shared),
-                    // No process uses the filter any more: closed (and so
-                    // no longer watched).
-                    _ => {}
-                }
+        for (token, _) in events {
+            if token == WATCHED {
+                watch.serve_ready(shared);
                 continue;
             }
             let Some(socket) = &receiver else { continue };

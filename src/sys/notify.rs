@@ -314,14 +314,21 @@ fn epoll_ctl(epoll: &OwnedFd, op: i32, fd: RawFd, token: u64, once: bool) -> io:
     }
 }
 
-/// Waits for events on `epoll` (retrying on `EINTR`): each as its token
-/// and whether it is input (`true`) or only a hang-up or error.
-pub(crate) fn epoll_wait(epoll: &OwnedFd) -> io::Result<Vec<(u64, bool)>> {
+/// Waits for events on `epoll` (retrying on `EINTR`), at most `timeout_ms`
+/// (`None`: until one comes; `Some(0)`: takes what is there): each as its
+/// token and whether it is input (`true`) or only a hang-up or error.
+pub(crate) fn epoll_wait_for(
+    epoll: &OwnedFd,
+    timeout_ms: Option<i32>,
+) -> io::Result<Vec<(u64, bool)>> {
     const MAX: usize = 16;
     let mut events = [libc::epoll_event { events: 0, u64: 0 }; MAX];
+    let timeout = timeout_ms.unwrap_or(-1);
     loop {
         // SAFETY: `events` holds MAX writable entries.
-        let n = unsafe { libc::epoll_wait(epoll.as_raw_fd(), events.as_mut_ptr(), MAX as i32, -1) };
+        let n = unsafe {
+            libc::epoll_wait(epoll.as_raw_fd(), events.as_mut_ptr(), MAX as i32, timeout)
+        };
         match usize::try_from(n) {
             Ok(n) => {
                 return Ok(events[..n]

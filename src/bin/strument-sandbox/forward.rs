@@ -3,12 +3,13 @@
 //! waiting process too.
 
 use std::io;
+use std::os::fd::{AsFd, BorrowedFd};
 use std::os::unix::process::ExitStatusExt;
 use std::process::{Child, Command, ExitStatus};
 use std::time::Duration;
 
 use strument_sandbox::denials::Tracing;
-use strument_sandbox::session::Waiter;
+use strument_sandbox::session::{Serving, Waiter};
 use strument_sandbox::spawn::Spawned;
 
 use crate::sys::{self, ChildState, SignalAction, SignalInfo, SignalSet};
@@ -97,9 +98,54 @@ impl SignalForwarder {
         self.step(child, Some(timeout))
     }
 
-    /// The signals waited for, blocked: for a `signalfd` of them.
-    pub(crate) fn blocked(&self) -> &SignalSet {
-        &self.blocked
+    /// Waits until `child` ends, as [`Waiter::wait_spawned`] does, on one
+    /// `poll` of a `signalfd` of the forwarded signals, the connect
+    /// supervisor's watch over the command (served here, so no thread
+    /// starts for a command that never connects) and `extra`'s descriptor
+    /// (a pipe the caller passes on). Without a `signalfd`, polls every
+    /// 10 ms.
+    ///
+    /// # Errors
+    ///
+    /// As [`SignalForwarder::step`].
+    pub(crate) fn wait_polling(
+        &self,
+        child: &mut Spawned,
+        serving: Option<&Serving<'_>>,
+        extra: &mut dyn Polled,
+    ) -> io::Result<ExitStatus> {
+        let signals = sys::signalfd(&self.blocked).ok();
+        let timeout = signals.is_none().then_some(Duration::from_millis(10));
+        let ready = libc::POLLIN | libc::POLLHUP | libc::POLLERR;
+        let mut signal_ready = signals.is_none();
+        loop {
+            // A signal is taken only once the signalfd says one is
+            // pending, so none is taken before the poll that waits for it.
+            let take = signal_ready.then_some(Some(Duration::ZERO));
+            if let Some(status) = self.step(child.id(), take)? {
+                return Ok(status);
+            }
+            let (watch, other) = (serving.and_then(Serving::fd), extra.fd());
+            let fds: Vec<(BorrowedFd<'_>, libc::c_short)> =
+                [signals.as_ref().map(AsFd::as_fd), watch, other]
+                    .into_iter()
+                    .flatten()
+                    .map(|fd| (fd, libc::POLLIN))
+                    .collect();
+            let revents = sys::poll(&fds, timeout)?;
+            let mut at = revents.iter().map(|r| r & ready != 0);
+            signal_ready = signals.is_none() || at.next().unwrap_or(false);
+            let (watch_ready, other_ready) = (
+                watch.is_some() && at.next().unwrap_or(false),
+                other.is_some() && at.next().unwrap_or(false),
+            );
+            if let Some(serving) = serving.filter(|_| watch_ready) {
+                serving.serve();
+            }
+            if other_ready {
+                extra.ready();
+            }
+        }
     }
 
     /// One step of waiting for `child`: reaps it if it ended (with the
@@ -228,6 +274,30 @@ impl Waiter for SignalForwarder {
     fn try_wait(&mut self, child: &mut Child) -> io::Result<Option<ExitStatus>> {
         self.poll(child.id(), Some(Duration::ZERO))
     }
+
+    fn wait_spawned_serving(
+        &mut self,
+        child: &mut Spawned,
+        serving: &mut Serving<'_>,
+    ) -> io::Result<ExitStatus> {
+        self.wait_polling(child, Some(serving), &mut ())
+    }
+}
+
+/// A descriptor [`SignalForwarder::wait_polling`] polls besides its own.
+pub(crate) trait Polled {
+    /// The descriptor, while there is one to poll.
+    fn fd(&self) -> Option<BorrowedFd<'_>>;
+    /// Called when it is readable (or hung up).
+    fn ready(&mut self);
+}
+
+/// Nothing more to poll.
+impl Polled for () {
+    fn fd(&self) -> Option<BorrowedFd<'_>> {
+        None
+    }
+    fn ready(&mut self) {}
 }
 
 impl Drop for SignalForwarder {

@@ -11,15 +11,15 @@
 
 use std::fs::File;
 use std::io::{self, IsTerminal, Read, Write};
-use std::os::fd::{AsFd, AsRawFd, OwnedFd};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
 use std::os::unix::fs::MetadataExt;
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
-use strument_sandbox::session::Waiter;
+use strument_sandbox::session::{Serving, Waiter};
 use strument_sandbox::spawn::{Spawn, Spawned};
 
-use crate::forward::SignalForwarder;
+use crate::forward::{Polled, SignalForwarder};
 use crate::sys;
 
 /// How much of the end of the command's output is kept.
@@ -90,53 +90,11 @@ impl<'a> Tailing<'a> {
     /// Passes on what the pipe holds now (one read); at its end, stops
     /// reading it.
     fn pass_on(&mut self) {
-        let Some(from) = &mut self.reading else {
-            return;
-        };
-        let mut buf = [0u8; 8192];
-        match from.read(&mut buf) {
-            Ok(0) => self.reading = None,
-            Ok(n) => {
-                let _ = io::stderr().write_all(&buf[..n]);
-                self.kept.extend_from_slice(&buf[..n]);
-                if self.kept.len() > KEPT {
-                    let cut = self.kept.len() - KEPT;
-                    self.kept.drain(..cut);
-                }
-            }
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            Err(_) => self.reading = None,
+        Reading {
+            from: &mut self.reading,
+            kept: &mut self.kept,
         }
-    }
-
-    /// Waits until the command ends, passing its output on and forwarding
-    /// signals; without a `signalfd`, polls every 10 ms.
-    fn wait_polling(&mut self, child: &mut Spawned) -> io::Result<ExitStatus> {
-        let signals = sys::signalfd(self.forwarder.blocked()).ok();
-        let timeout = signals.is_none().then_some(Duration::from_millis(10));
-        let ready = libc::POLLIN | libc::POLLHUP | libc::POLLERR;
-        let mut signal_ready = signals.is_none();
-        loop {
-            // A signal is taken only once the signalfd says one is
-            // pending, so none is taken before the poll that waits for it.
-            let take = signal_ready.then_some(Some(Duration::ZERO));
-            if let Some(status) = self.forwarder.step(child.id(), take)? {
-                return Ok(status);
-            }
-            let mut fds = Vec::with_capacity(2);
-            if let Some(fd) = &signals {
-                fds.push((fd.as_fd(), libc::POLLIN));
-            }
-            if let Some(fd) = &self.reading {
-                fds.push((fd.as_fd(), libc::POLLIN));
-            }
-            let revents = sys::poll(&fds, timeout)?;
-            let mut at = revents.iter().map(|r| r & ready != 0);
-            signal_ready = signals.is_none() || at.next().unwrap_or(false);
-            if self.reading.is_some() && at.next().unwrap_or(false) {
-                self.pass_on();
-            }
-        }
+        .ready();
     }
 
     /// After the command ended: what it wrote last. A pipe still open
@@ -185,7 +143,59 @@ impl Waiter for Tailing<'_> {
 
     fn wait_spawned(&mut self, child: &mut Spawned) -> io::Result<ExitStatus> {
         self.started();
-        self.wait_polling(child)
+        let mut reading = Reading {
+            from: &mut self.reading,
+            kept: &mut self.kept,
+        };
+        self.forwarder.wait_polling(child, None, &mut reading)
+    }
+
+    fn wait_spawned_serving(
+        &mut self,
+        child: &mut Spawned,
+        serving: &mut Serving<'_>,
+    ) -> io::Result<ExitStatus> {
+        self.started();
+        let mut reading = Reading {
+            from: &mut self.reading,
+            kept: &mut self.kept,
+        };
+        self.forwarder
+            .wait_polling(child, Some(serving), &mut reading)
+    }
+}
+
+/// The pipe being read, and what was kept of it.
+struct Reading<'a> {
+    from: &'a mut Option<File>,
+    kept: &'a mut Vec<u8>,
+}
+
+impl Polled for Reading<'_> {
+    fn fd(&self) -> Option<BorrowedFd<'_>> {
+        self.from.as_ref().map(AsFd::as_fd)
+    }
+
+    /// Passes on what the pipe holds now (one read); at its end, stops
+    /// reading it.
+    fn ready(&mut self) {
+        let Some(from) = self.from.as_mut() else {
+            return;
+        };
+        let mut buf = [0u8; 8192];
+        match from.read(&mut buf) {
+            Ok(0) => *self.from = None,
+            Ok(n) => {
+                let _ = io::stderr().write_all(&buf[..n]);
+                self.kept.extend_from_slice(&buf[..n]);
+                if self.kept.len() > KEPT {
+                    let cut = self.kept.len() - KEPT;
+                    self.kept.drain(..cut);
+                }
+            }
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(_) => *self.from = None,
+        }
     }
 }
 
