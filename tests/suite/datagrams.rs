@@ -323,20 +323,37 @@ mod needs_landlock {
     #[test]
     fn a_signal_during_a_performed_send_neither_repeats_nor_loses_data() {
         let h = FakeHome::new();
-        for without_killable_recv in [false, true] {
-            let helper = helper();
+        let helper = helper();
+        let restart = |without_killable_recv: bool| {
             let mut cmd = h.run_command(&h.project, &[], &[&helper, "restart", "4"]);
             if without_killable_recv {
                 cmd.env("STRUMENT_SANDBOX_TEST_WITHOUT_KILLABLE_RECV", "1");
             }
-            let out = output(&mut cmd);
-            assert_eq!(
-                stdout(&out),
-                "restart ok 4194304 signals>0=1\n",
-                "without WAIT_KILLABLE_RECV: {without_killable_recv}; {}",
-                show(&out)
-            );
+            output(&mut cmd)
+        };
+        // From 5.19 (WAIT_KILLABLE_RECV): every run.
+        let out = restart(false);
+        assert_eq!(
+            stdout(&out),
+            "restart ok 4194304 signals>0=1\n",
+            "with WAIT_KILLABLE_RECV: {}",
+            show(&out)
+        );
+        // As before 5.19: the per-thread record answers the restarts, but
+        // the kernel itself can drop an answer it accepted when the signal
+        // came just before it, and restart the call (doc/security.md, "A
+        // call performed once"): seen in 2 runs of 20 here. With the record
+        // switched off every run repeats data, so two good runs of at most
+        // five tell the record works (a correct supervisor fails this about
+        // once in 2,000).
+        let mut seen = Vec::new();
+        while seen.len() < 5 && seen.iter().filter(|ok| **ok).count() < 2 {
+            seen.push(stdout(&restart(true)) == "restart ok 4194304 signals>0=1\n");
         }
+        assert!(
+            seen.iter().filter(|ok| **ok).count() >= 2,
+            "without WAIT_KILLABLE_RECV, data repeated or lost in most runs: {seen:?}"
+        );
         // The same, unconfined, says the same.
         assert_eq!(
             stdout(&bare(&["restart", "4"])),

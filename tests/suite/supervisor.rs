@@ -705,6 +705,92 @@ mod needs_landlock {
         assert!(stdout(&a).contains("own abstract ok"), "{}", show(&a));
     }
 
+    /// The Python interpreter itself (isolated, `-I`), not what PATH names:
+    /// pyenv's `python3` is a bash script, and bash looks the user up (a
+    /// connect to nscd's socket, so a serving thread) where SHELL is unset.
+    fn interpreter() -> String {
+        let out =
+            output(Command::new(python()).args(["-I", "-c", "import sys; print(sys.executable)"]));
+        assert_success(&out);
+        String::from_utf8_lossy(&out.stdout).trim().to_owned()
+    }
+
+    /// A script that prints `run`'s threads (its parent's: the command is
+    /// `run`'s child), connects to a socket of its own in `project`, and
+    /// prints them again.
+    fn threads_before_and_after_a_connect(project: &Path) -> String {
+        format!(
+            "import os, socket\n\
+             def threads():\n    \
+                 task = '/proc/%d/task' % os.getppid()\n    \
+                 return sorted(open('%s/%s/comm' % (task, t)).read().strip() for t in os.listdir(task))\n\
+             print('before', threads(), flush=True)\n\
+             p = '{}'\n\
+             s = socket.socket(socket.AF_UNIX); s.bind(p); s.listen(1)\n\
+             c = socket.socket(socket.AF_UNIX); c.connect(p)\n\
+             print('connected; after', threads(), flush=True)\n",
+            project.join("own.sock").display()
+        )
+    }
+
+    /// `run` waits for its command and keeps the supervisor's watch over it
+    /// in the same `poll`: no thread of the supervisor's while the command
+    /// has not connected; its first call gets a thread of its own, which
+    /// performs it. Off a terminal (standard error passed through a pipe)
+    /// and on one (signals passed on, no pipe).
+    #[test]
+    fn run_starts_no_supervisor_thread_for_a_command_until_it_connects() {
+        let h = FakeHome::new();
+        let script = threads_before_and_after_a_connect(&h.project);
+        let out = h.run(&[], &[&interpreter(), "-I", "-c", &script]);
+        assert_success(&out);
+        let printed = String::from_utf8_lossy(&out.stdout);
+        let name = "strument-sandbox".chars().take(15).collect::<String>();
+        let command = printed.lines().next().unwrap_or_default();
+        assert_eq!(command, format!("before ['{name}']"), "{}", show(&out));
+        let after = printed.lines().nth(1).unwrap_or_default();
+        assert!(
+            after.starts_with("connected; after [") && after.contains("'strument-connec'"),
+            "no serving thread after the connect: {}",
+            show(&out)
+        );
+        // On a terminal: the same, through the other waiter.
+        fs::remove_file(h.project.join("own.sock")).expect("remove the socket");
+        let line = format!(
+            "{} run --project {} -- {} -I -c \"$(cat {})\"; echo run-ended $?\n",
+            support::BIN,
+            h.project.display(),
+            interpreter(),
+            {
+                let file = h.home.join("threads.py");
+                fs::write(&file, &script).expect("write the script");
+                file.display().to_string()
+            }
+        );
+        let steps = serde_json::json!([
+            {"send": line, "expect": "run-ended"},
+            {"send": "exit\n"},
+        ]);
+        let mut cmd = Command::new(python());
+        cmd.arg(support::fixture("pty-shell.py"))
+            .arg(steps.to_string());
+        h.env(&mut cmd);
+        cmd.env("PS1", "$ ").env("TERM", "dumb");
+        let out = output(&mut cmd);
+        let transcript = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            out.status.success(),
+            "the terminal session failed\n{}",
+            show(&out)
+        );
+        assert!(
+            transcript.contains(&format!("before ['{name}']"))
+                && transcript.contains("connected; after [")
+                && transcript.contains("run-ended 0"),
+            "on a terminal: {transcript}"
+        );
+    }
+
     #[test]
     fn a_command_gets_a_serving_thread_only_once_it_connects() {
         let (h, prepared) = project_only();
