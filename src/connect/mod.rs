@@ -597,10 +597,12 @@ impl<'a> Serving<'a> {
         Ok(())
     }
 
-    /// Once the caller stops serving: what is still watched (a process the
-    /// command left running, which has not connected yet) goes to the
-    /// supervisor's thread.
+    /// Once the caller stops serving: what is ready is taken (the hang-up
+    /// of an ended command's listener, there by the time it is reaped),
+    /// and what is still watched (a process the command left running,
+    /// which has not connected yet) goes to the supervisor's thread.
     pub(crate) fn finish(mut self) -> io::Result<()> {
+        self.serve();
         match self.watch {
             Some(watch) if !watch.is_empty() => self.in_background(),
             _ => Ok(()),

@@ -791,6 +791,32 @@ mod needs_landlock {
         );
     }
 
+    /// A process the command leaves running, which connects only after the
+    /// command has ended, is served by the supervisor's thread while `run`
+    /// still passes its output on (it holds `run`'s pipe), not left to
+    /// wait on a watch nobody keeps.
+    #[test]
+    fn a_process_left_running_that_connects_later_is_served() {
+        let h = FakeHome::new();
+        let late = format!(
+            "import socket, sys, time\ntime.sleep(0.05)\np = '{}'\n\
+             s = socket.socket(socket.AF_UNIX); s.bind(p); s.listen(1)\n\
+             c = socket.socket(socket.AF_UNIX); c.connect(p)\n\
+             print('late connect ok', file=sys.stderr, flush=True)\n",
+            h.project.join("late.sock").display()
+        );
+        let file = h.home.join("late.py");
+        fs::write(&file, late).expect("write the script");
+        let line = format!("'{}' -I '{}' & echo started", interpreter(), file.display());
+        let out = h.run(&[], &["sh", "-c", &line]);
+        assert_success(&out);
+        assert!(
+            String::from_utf8_lossy(&out.stderr).contains("late connect ok"),
+            "{}",
+            show(&out)
+        );
+    }
+
     #[test]
     fn a_command_gets_a_serving_thread_only_once_it_connects() {
         let (h, prepared) = project_only();
