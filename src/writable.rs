@@ -350,13 +350,21 @@ pub(crate) fn create_missing_caches_in(
     let var = |name: &'static str| variable(env, name);
     let (home, judge) = (&inputs.home, &inputs.judge);
     let path_var = env("PATH").unwrap_or_default();
-    // Searched only when the stamp is stale or a store is missing.
+    // Searched only when the stamp is stale or a store is missing, each
+    // tool once (four of Gradle's stores ask for `gradle`, five of cargo's
+    // for `cargo`: a dozen `stat`s a search).
     let path_dirs = std::cell::OnceCell::new();
-    let on_path = |tool: &str| {
-        path_dirs
+    let searched: RefCell<Vec<(&str, bool)>> = RefCell::default();
+    let on_path = |tool: &'static str| {
+        if let Some((_, found)) = searched.borrow().iter().find(|(t, _)| *t == tool) {
+            return *found;
+        }
+        let found = path_dirs
             .get_or_init(|| crate::environment::path_dirs(&path_var))
             .iter()
-            .any(|dir| dir.join(tool).is_file())
+            .any(|dir| dir.join(tool).is_file());
+        searched.borrow_mut().push((tool, found));
+        found
     };
     let mut created = Vec::new();
     // The caches' parents repeat (`~/.cargo` for five roots, `~/.gradle`
