@@ -284,9 +284,8 @@ impl Session {
         // The waiting thread keeps the supervisor's watch over the command
         // until its first call, if the waiter polls it: no thread starts
         // for a command that never connects.
-        let serving = Serving::new(self.prepared.supervisor())?;
+        let mut serving = Serving::new(self.prepared.supervisor())?;
         let mut child = spawn.spawn_served(&self.prepared, true)?;
-        let mut serving = serving;
         let waited = waiter.wait_spawned_serving(&mut child, &mut serving);
         // What the command left running, not connected yet, is served on
         // by a thread; without one its calls fail (`ENOSYS`) once this
