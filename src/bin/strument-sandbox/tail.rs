@@ -142,12 +142,7 @@ impl Waiter for Tailing<'_> {
     }
 
     fn wait_spawned(&mut self, child: &mut Spawned) -> io::Result<ExitStatus> {
-        self.started();
-        let mut reading = Reading {
-            from: &mut self.reading,
-            kept: &mut self.kept,
-        };
-        self.forwarder.wait_polling(child, None, &mut reading)
+        self.wait_passing_on(child, None)
     }
 
     fn wait_spawned_serving(
@@ -155,13 +150,24 @@ impl Waiter for Tailing<'_> {
         child: &mut Spawned,
         serving: &mut Serving<'_>,
     ) -> io::Result<ExitStatus> {
+        self.wait_passing_on(child, Some(serving))
+    }
+}
+
+impl Tailing<'_> {
+    /// Once the command runs, waits for it, passing its output on (and
+    /// keeping the supervisor's watch, given `serving`).
+    fn wait_passing_on(
+        &mut self,
+        child: &mut Spawned,
+        serving: Option<&Serving<'_>>,
+    ) -> io::Result<ExitStatus> {
         self.started();
         let mut reading = Reading {
             from: &mut self.reading,
             kept: &mut self.kept,
         };
-        self.forwarder
-            .wait_polling(child, Some(serving), &mut reading)
+        self.forwarder.wait_polling(child, serving, &mut reading)
     }
 }
 
