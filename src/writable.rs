@@ -288,57 +288,154 @@ fn cache_home_rights(name: &OsStr) -> Rights {
 /// toolchains that are not installed.
 pub(crate) const TOOLCHAINS_CHECKED: &str = ".strument-sandbox-toolchains-checked";
 
-/// What the stamp holds before the `PATH` it was made with: changed
-/// whenever the sandbox starts making something more for an installed
-/// toolchain (2: Gradle's, Maven's and Go's roots; 3: cargo's), so that a
-/// stamp an earlier version made is stale once, and what it did not make
-/// is made.
-const STAMP_VERSION: &[u8] = b"3\n";
+/// The stamp's format, its first line: changed whenever the sandbox starts
+/// making something more for an installed toolchain (2: Gradle's, Maven's
+/// and Go's roots; 3: cargo's) or the format changes (4: several `PATH`s),
+/// so that a stamp an earlier version made is stale once, and what it did
+/// not make is made.
+const STAMP_VERSION: &[u8] = b"4\n";
 
-/// Whether the toolchains were looked up after anything could have changed
-/// the answer: after the cache home last changed (a cache directory made or
-/// removed) and after every `PATH` directory last changed (a command
-/// installed). Change times, not modification times: an archive or a
-/// package manager can set a directory's modification time back, never its
-/// change time. A change in the same clock tick as the stamp counts as
-/// later: the kernel stamps both from its coarse clock (a tick of up to
-/// 10 ms), so a cache directory removed just after a run can carry the
-/// very time the run gave its stamp.
+/// How many `PATH`s the stamp remembers: an agent's, a shell's, `cargo
+/// run`'s (rustup puts its toolchain first) and an editor's each get their
+/// own look-up once, not one each time the sandbox is started from another.
+const STAMP_PATHS: usize = 4;
+
+/// A stamp larger than this is not read (and is rewritten): four long
+/// `PATH`s fit many times over.
+const STAMP_MAX: u64 = 64 * 1024;
+
+/// A time of the kernel's coarse clock, as file times give it.
+type FileTime = (i64, i64);
+
+/// What the stamp says: the `PATH`s whose toolchains were looked up, each
+/// with the time of its look-up, the newest first.
+///
+/// On disk: [`STAMP_VERSION`], then one entry per `PATH`, each ended by a
+/// NUL (which no `PATH` holds): `seconds nanoseconds PATH`, where the
+/// newest entry, written with the file, says `0 0` and its time is the
+/// file's modification time; the others keep the time they had.
+#[derive(Debug, Default)]
+struct Stamp {
+    entries: Vec<(FileTime, Vec<u8>)>,
+}
+
+impl Stamp {
+    /// The stamp in `file` (opened once: its time from the descriptor,
+    /// then what it holds); empty when it cannot be read or parsed.
+    fn read(checked: &Path) -> Stamp {
+        let Ok(mut file) = std::fs::File::open(checked) else {
+            return Stamp::default();
+        };
+        let Ok(meta) = file.metadata() else {
+            return Stamp::default();
+        };
+        if meta.len() > STAMP_MAX {
+            return Stamp::default();
+        }
+        // Exactly the length the metadata gave: `read_to_end` would ask
+        // for the metadata again.
+        let mut held = vec![0; usize::try_from(meta.len()).unwrap_or(0)];
+        if std::io::Read::read_exact(&mut file, &mut held).is_err() {
+            return Stamp::default();
+        }
+        Stamp::parse(&held, (meta.mtime(), meta.mtime_nsec())).unwrap_or_default()
+    }
+
+    /// The entries of a stamp's bytes, `written` being its file's time.
+    fn parse(held: &[u8], written: FileTime) -> Option<Stamp> {
+        let body = held.strip_prefix(STAMP_VERSION)?;
+        let mut entries = Vec::new();
+        for entry in body.split(|b| *b == 0) {
+            if entry.is_empty() {
+                continue;
+            }
+            let mut fields = entry.splitn(3, |b| *b == b' ');
+            let number = |field: Option<&[u8]>| -> Option<i64> {
+                std::str::from_utf8(field?).ok()?.parse().ok()
+            };
+            let (secs, nsecs) = (number(fields.next())?, number(fields.next())?);
+            let path = fields.next()?.to_vec();
+            let time = if entries.is_empty() && (secs, nsecs) == (0, 0) {
+                written
+            } else {
+                (secs, nsecs)
+            };
+            entries.push((time, path));
+        }
+        Some(Stamp { entries })
+    }
+
+    /// When the toolchains were last looked up with `path_var`, if ever.
+    fn looked_up(&self, path_var: &OsStr) -> Option<FileTime> {
+        self.entries
+            .iter()
+            .find(|(_, held)| held.as_slice() == path_var.as_bytes())
+            .map(|(time, _)| *time)
+    }
+
+    /// The bytes of the stamp written now for a look-up with `path_var`:
+    /// it first (its time the file's), then the other `PATH`s this one
+    /// held that are still worth keeping: not looked up before the cache
+    /// home last changed, since those are stale already.
+    fn written_for(&self, path_var: &OsStr, cache_home_changed: Option<FileTime>) -> Vec<u8> {
+        let mut out = STAMP_VERSION.to_vec();
+        out.extend_from_slice(b"0 0 ");
+        out.extend_from_slice(path_var.as_bytes());
+        out.push(0);
+        let kept = self
+            .entries
+            .iter()
+            .filter(|(time, held)| {
+                held.as_slice() != path_var.as_bytes()
+                    && cache_home_changed.is_none_or(|changed| changed < *time)
+            })
+            .take(STAMP_PATHS - 1);
+        for ((secs, nsecs), held) in kept {
+            let entry = [format!("{secs} {nsecs} ").as_bytes(), held, &[0]].concat();
+            if (out.len() + entry.len()) as u64 > STAMP_MAX {
+                break;
+            }
+            out.extend_from_slice(&entry);
+        }
+        out
+    }
+}
+
+/// The change time of a file, from its metadata.
+fn ctime(m: &std::fs::Metadata) -> FileTime {
+    (m.ctime(), m.ctime_nsec())
+}
+
+/// Whether the toolchains were looked up with `path_var` after anything
+/// could have changed the answer: after the cache home last changed (a
+/// cache directory made or removed) and after every `PATH` directory last
+/// changed (a command installed). Change times, not modification times: an
+/// archive or a package manager can set a directory's modification time
+/// back, never its change time. A change in the same clock tick as the
+/// look-up counts as later: the kernel stamps both from its coarse clock (a
+/// tick of up to 10 ms), so a cache directory removed just after a run can
+/// carry the very time the run gave its stamp.
+///
+/// The stamp holds the `PATH` of each look-up: a toolchain found only
+/// through a `PATH` entry added since (a new shell, `nix develop`) needs its
+/// cache made, however old that entry's directory is.
 fn looked_up_since(
-    checked: &Path,
+    stamp: &Stamp,
     cache_home: Option<&std::fs::Metadata>,
     path_var: &OsStr,
 ) -> bool {
-    let ctime = |m: &std::fs::Metadata| (m.ctime(), m.ctime_nsec());
     let Some(cache_home) = cache_home else {
         return false; // made just now
     };
-    // Opened once: its time from the descriptor, then what it holds.
-    let Ok(mut file) = std::fs::File::open(checked) else {
+    let Some(looked_up) = stamp.looked_up(path_var) else {
         return false;
     };
-    let Ok(stamp) = file.metadata() else {
-        return false;
-    };
-    // The stamp holds the PATH it was made with: a toolchain found only
-    // through a PATH entry added since (a new shell, `nix develop`) needs
-    // its cache made, however old that entry's directory is.
-    // Its length first (no read at all when that differs), then exactly
-    // that many bytes: `read_to_end` would ask for the metadata again.
-    let mut held = vec![0; STAMP_VERSION.len() + path_var.len()];
-    if stamp.len() != held.len() as u64
-        || std::io::Read::read_exact(&mut file, &mut held).is_err()
-        || held.strip_prefix(STAMP_VERSION) != Some(path_var.as_bytes())
-    {
-        return false;
-    }
-    let stamped = (stamp.mtime(), stamp.mtime_nsec());
-    if ctime(cache_home) >= stamped {
+    if ctime(cache_home) >= looked_up {
         return false;
     }
     crate::environment::path_dirs(path_var)
         .iter()
-        .all(|dir| std::fs::metadata(dir).map_or(true, |m| ctime(&m) < stamped))
+        .all(|dir| std::fs::metadata(dir).map_or(true, |m| ctime(&m) < looked_up))
 }
 
 /// [`create_missing_caches`] with the environment given and the home
@@ -419,14 +516,15 @@ pub(crate) fn create_missing_caches_in(
             None => dir.is_dir(), // made just now
         };
         let checked = dir.join(TOOLCHAINS_CHECKED);
-        if usable && !looked_up_since(&checked, meta.as_ref(), &path_var) {
+        let held = Stamp::read(&checked);
+        if usable && !looked_up_since(&held, meta.as_ref(), &path_var) {
             for (tool, sub, _) in TOOLCHAIN_CACHES {
                 let path = dir.join(sub);
                 if missing(&path) && on_path(tool) {
                     make(&path);
                 }
             }
-            stamp = Some(checked);
+            stamp = Some((checked, held));
         }
     }
     if let Some(npm) = var("npm_config_cache")
@@ -536,10 +634,15 @@ pub(crate) fn create_missing_caches_in(
             make(level);
         }
     }
-    if let Some(checked) = stamp {
+    if let Some((checked, held)) = stamp {
         // After the directories are made, its time the kernel's, from the
         // same clock as the change times it is compared with (a time from
         // `SystemTime::now` can be later than a change made after it).
+        let cache_home_changed = checked
+            .parent()
+            .and_then(|dir| std::fs::metadata(dir).ok())
+            .map(|m| ctime(&m));
+        let bytes = held.written_for(&path_var, cache_home_changed);
         let _ = checked
             .parent()
             .zip(checked.file_name())
@@ -549,7 +652,7 @@ pub(crate) fn create_missing_caches_in(
             })
             .and_then(|mut f| {
                 f.set_len(0)?;
-                std::io::Write::write_all(&mut f, &[STAMP_VERSION, path_var.as_bytes()].concat())
+                std::io::Write::write_all(&mut f, &bytes)
             });
     }
     for root in &inputs.caches {
@@ -861,6 +964,7 @@ fn env_first_path(list: Option<PathBuf>) -> Option<PathBuf> {
 mod tests {
     use super::*;
     use std::collections::HashMap;
+    use std::os::unix::ffi::OsStringExt;
 
     fn roots_with(vars: &[(&str, &str)], home: &str, project: &Path) -> Vec<PathBuf> {
         let map: HashMap<String, OsString> = vars
@@ -1045,6 +1149,121 @@ mod tests {
         let made = create_missing_caches_in(&env, &wrapped);
         for rel in [".gradle/caches", ".gradle/wrapper/dists", ".m2/repository"] {
             assert!(home.path().join(rel).is_dir(), "{rel}: {made:?}");
+        }
+    }
+
+    /// The `PATH`s a stamp holds, newest first.
+    fn stamped_paths(home: &Path) -> Vec<OsString> {
+        Stamp::read(&home.join(".cache").join(TOOLCHAINS_CHECKED))
+            .entries
+            .into_iter()
+            .map(|(_, path)| OsString::from_vec(path))
+            .collect()
+    }
+
+    /// Past the kernel's coarse clock tick (up to 10 ms), so that a change
+    /// made now is later than a stamp written before.
+    fn next_tick() {
+        std::thread::sleep(std::time::Duration::from_millis(25));
+    }
+
+    /// [`create_missing_caches_in`] for `home` with `path` as `PATH`.
+    fn make_caches_with(home: &Path, path: &OsStr) -> Vec<PathBuf> {
+        let path = path.to_os_string();
+        let env = move |name: &str| (name == "PATH").then(|| path.clone());
+        create_missing_caches_in(&env, &Inputs::read(&env, Some(home.into()), None))
+    }
+
+    /// A home whose stamp holds two `PATH`s, both looked up since the cache
+    /// home last changed: `b`, then `a` (with go, whose cache the first run
+    /// made: the cache home then newer than its own stamp, which one more
+    /// look-up settles).
+    fn home_stamped_with_two_paths() -> (
+        tempfile::TempDir,
+        [tempfile::TempDir; 2],
+        OsString,
+        OsString,
+    ) {
+        let (home, bin, a) = home_with_tools(&["go"]);
+        let other = tempfile::tempdir().expect("tempdir");
+        let b: OsString = other.path().into();
+        for path in [&a, &a, &b] {
+            make_caches_with(home.path(), path);
+            next_tick();
+        }
+        (home, [bin, other], a, b)
+    }
+
+    #[test]
+    fn the_stamp_keeps_each_path_s_look_up_so_alternating_paths_look_up_once_each() {
+        let (home, _bins, a, b) = home_stamped_with_two_paths();
+        let run = |path: &OsString| make_caches_with(home.path(), path);
+        assert_eq!(stamped_paths(home.path()), [b.clone(), a.clone()]);
+        // Each PATH's look-up is still good: nothing is looked up again, so
+        // the stamp is not rewritten (the newest stays first).
+        let stamp = home.path().join(".cache").join(TOOLCHAINS_CHECKED);
+        let written = std::fs::metadata(&stamp)
+            .expect("stamp")
+            .modified()
+            .expect("mtime");
+        run(&a);
+        run(&b);
+        assert_eq!(stamped_paths(home.path()), [b.clone(), a.clone()]);
+        let again = std::fs::metadata(&stamp)
+            .expect("stamp")
+            .modified()
+            .expect("mtime");
+        assert_eq!(written, again, "the stamp was rewritten");
+        // A command installed in a's directory since its look-up: a is
+        // looked up again (and goes first), b is kept.
+        std::fs::write(Path::new(&a).join("cargo"), "").expect("cargo");
+        run(&a);
+        assert_eq!(stamped_paths(home.path()), [a.clone(), b.clone()]);
+        assert!(home.path().join(".cargo/registry").is_dir());
+    }
+
+    #[test]
+    fn a_cache_removed_after_a_path_s_look_up_is_made_again_with_that_path() {
+        let (home, _bins, a, b) = home_stamped_with_two_paths();
+        let run = |path: &OsString| make_caches_with(home.path(), path);
+        // The cache home changes after both look-ups: each is stale.
+        let go_build = home.path().join(".cache/go-build");
+        std::fs::remove_dir(&go_build).expect("rmdir");
+        run(&b);
+        assert!(!go_build.exists(), "made for a PATH without go");
+        // a's entry was dropped with b's look-up (older than the change).
+        assert_eq!(stamped_paths(home.path()), std::slice::from_ref(&b));
+        run(&a);
+        assert!(go_build.is_dir(), "not made again for the PATH with go");
+    }
+
+    #[test]
+    fn the_stamp_keeps_at_most_four_paths_and_reads_nothing_from_a_damaged_one() {
+        let stamp = Stamp {
+            entries: (0..6)
+                .map(|i| ((i64::from(100 - i), 7), format!("/p{i}").into_bytes()))
+                .collect(),
+        };
+        let written = stamp.written_for(OsStr::new("/new"), Some((1, 0)));
+        let back = Stamp::parse(&written, (500, 1)).expect("parsed");
+        let paths: Vec<&[u8]> = back.entries.iter().map(|(_, p)| p.as_slice()).collect();
+        assert_eq!(paths, [&b"/new"[..], b"/p0", b"/p1", b"/p2"]);
+        // The newest takes the file's time, the others keep theirs.
+        assert_eq!(back.entries[0].0, (500, 1));
+        assert_eq!(back.entries[1].0, (100, 7));
+        assert_eq!(back.looked_up(OsStr::new("/p2")), Some((98, 7)));
+        assert_eq!(back.looked_up(OsStr::new("/p3")), None);
+        // Entries looked up before the cache home changed are left out.
+        let fresh = stamp.written_for(OsStr::new("/new"), Some((99, 10)));
+        let fresh = Stamp::parse(&fresh, (500, 1)).expect("parsed");
+        assert_eq!(fresh.entries.len(), 2, "{fresh:?}");
+        // An earlier version's stamp, a bad number, a missing field: nothing.
+        for bad in [&b"3\n/usr/bin"[..], b"4\nx 0 /usr/bin\0", b"4\n12\0", b""] {
+            assert!(
+                Stamp::parse(bad, (1, 1)).is_none_or(|s| s.entries.is_empty()),
+                "{:?}",
+                String::from_utf8_lossy(bad)
+            );
         }
     }
 
