@@ -119,6 +119,9 @@ pub struct Variant<'a> {
     /// Started by the library's `Spawn` instead of `command` (which then
     /// only serves to measure peak memory): stdio inherited, no pipe.
     pub spawn: Option<Box<dyn Fn() -> std::io::Result<Spawned> + 'a>>,
+    /// Run with this process pinned to the CPU it is on, so that the
+    /// command and every process it starts inherit that one CPU.
+    pub pinned: bool,
 }
 
 impl<'a> Variant<'a> {
@@ -133,7 +136,14 @@ impl<'a> Variant<'a> {
             command: Box::new(command),
             timing: Timing::Wall,
             spawn: None,
+            pinned: false,
         }
+    }
+
+    /// Run pinned to one CPU, see [`Variant::pinned`].
+    pub fn pinned(mut self) -> Variant<'a> {
+        self.pinned = true;
+        self
     }
 
     /// Timed through `spawn` rather than `command`.
@@ -217,10 +227,12 @@ pub fn measure<'v, 'a>(
         for k in 0..n {
             let v = (round + k) % n;
             before();
+            let pin = variants[v].pinned.then(Pinned::to_this_cpu);
             let (mut sample, stdout) = match &variants[v].spawn {
                 Some(spawn) => (run_spawned(spawn.as_ref()), String::new()),
                 None => run(&mut (variants[v].command)(), stderr_log),
             };
+            drop(pin);
             if variants[v].timing == Timing::SelfTimed {
                 (sample.time, sample.cpu) = parse_worker_times(&stdout);
             }
@@ -233,6 +245,47 @@ pub fn measure<'v, 'a>(
     Measured {
         variants,
         runs: measured,
+    }
+}
+
+/// This thread pinned to the CPU it runs on (children inherit it), its
+/// own set of CPUs put back when dropped.
+struct Pinned {
+    was: libc::cpu_set_t,
+}
+
+impl Pinned {
+    fn to_this_cpu() -> Pinned {
+        let size = std::mem::size_of::<libc::cpu_set_t>();
+        // SAFETY: cpu_set_t is plain data, valid when zeroed; the calls take
+        // this thread (0), the size and a pointer to a live set.
+        unsafe {
+            let mut was: libc::cpu_set_t = std::mem::zeroed();
+            if libc::sched_getaffinity(0, size, &mut was) != 0 {
+                fail(&format!(
+                    "sched_getaffinity: {}",
+                    std::io::Error::last_os_error()
+                ));
+            }
+            let cpu = usize::try_from(libc::sched_getcpu())
+                .unwrap_or_else(|_| fail("sched_getcpu failed"));
+            let mut one: libc::cpu_set_t = std::mem::zeroed();
+            libc::CPU_SET(cpu, &mut one);
+            if libc::sched_setaffinity(0, size, &one) != 0 {
+                fail(&format!(
+                    "sched_setaffinity: {}",
+                    std::io::Error::last_os_error()
+                ));
+            }
+            Pinned { was }
+        }
+    }
+}
+
+impl Drop for Pinned {
+    fn drop(&mut self) {
+        // SAFETY: as in `to_this_cpu`: this thread and a live set.
+        unsafe { libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &self.was) };
     }
 }
 

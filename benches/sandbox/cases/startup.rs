@@ -50,6 +50,27 @@ pub fn run(bench: &Bench, config: &Config) -> Section {
             || run_true(&installed, dir),
         ),
     ];
+    // The same three with this process pinned to its CPU, so that `run`
+    // and its child share one: without the wake-ups across CPUs and the
+    // migration at `exec` that a second process brings (`env true` has
+    // none of them), which cost more on a virtual machine, whose idle
+    // CPUs are halted.
+    variants.extend([
+        Variant::new("bare-pinned", "`true`, pinned to one CPU", || {
+            project.bare(t, &[])
+        })
+        .pinned(),
+        Variant::new("env-pinned", "`env true`, pinned to one CPU", || {
+            project.bare(Path::new("env"), &["true"])
+        })
+        .pinned(),
+        Variant::new(
+            "run-static-pinned",
+            "`strument-sandbox run -- true`, the static build, pinned to one CPU",
+            || run_true(&installed, dir),
+        )
+        .pinned(),
+    ]);
     if let (Some(before), Some(copy)) = (&before, &before_copy) {
         variants.push(Variant::new(
             "before",
@@ -148,6 +169,12 @@ pub fn run(bench: &Bench, config: &Config) -> Section {
          `clone(CLONE_VM | CLONE_VFORK)` as `posix_spawn` does; the `Spawn` rows inherit \
          standard output instead of a pipe. bwrap gets the same writable roots as bind \
          mounts over `--ro-bind / /`, with `--dev /dev` standing for the device roots. \
+         The pinned rows run with the benchmark pinned to the CPU it is on, which the \
+         command and everything it starts inherit: `run` and its child then share one CPU, \
+         so the second process costs no wake-up of another CPU and no move to it at \
+         `exec` (on a virtual machine an idle CPU is halted, and waking it costs tens of \
+         microseconds); the difference between `run`'s own work pinned and not is that \
+         scheduling, not work `run` does. \
          Each build of the CLI runs from a fresh copy of its file, as `cargo install` \
          leaves one: a binary as the linker wrote it started 3-4 % slower on the machine \
          this was written on than a byte-identical copy.",
@@ -208,12 +235,18 @@ pub fn run(bench: &Bench, config: &Config) -> Section {
         format!(
             "the static build (`cargo cli`) {} over bare: the second exec alone (`env true`) \
              costs {}, strument-sandbox's own work {}; the dynamically linked build (`cargo \
-             build`) {} over bare, own work {}{before_note}",
+             build`) {} over bare, own work {}{before_note}; pinned to one CPU, the static \
+             build's own work is {} (over `env true` pinned: the rest is the second process's \
+             wake-ups across CPUs)",
             signed_dur(over_static),
             signed_dur(exec_floor),
             signed_dur(own_static),
             signed_dur(over),
             signed_dur(own),
+            signed_dur(
+                stats("run-static-pinned").median.as_secs_f64()
+                    - stats("env-pinned").median.as_secs_f64()
+            ),
         ),
         own_static <= 0.4e-3,
     );
