@@ -655,9 +655,11 @@ pub(crate) fn create_missing_caches_in(
                 std::io::Write::write_all(&mut f, &bytes)
             });
     }
+    // The root itself first: it is there on almost every run, one `lstat`
+    // each, its parent asked only for one that is missing.
     for root in &inputs.caches {
         let parent = root.path.parent();
-        if parent != home.as_deref() && parent.is_some_and(is_dir) && missing(&root.path) {
+        if parent != home.as_deref() && missing(&root.path) && parent.is_some_and(is_dir) {
             make(&root.path);
         }
     }
