@@ -552,7 +552,15 @@ fn skip_planted_on_the_way(
 /// the directories sockets may be made in, named as the kernel names the
 /// inodes opened for the rules.
 fn connect_rules(open: &OpenPolicy) -> Rules {
-    let named = |fd: &OwnedFd| std::fs::read_link(format!("/proc/self/fd/{}", fd.as_raw_fd())).ok();
+    // What `open_sockets` found the kernel resolves each to: the path itself
+    // unless a symlink or a `..` was on the way (then asked of /proc).
+    let named = |socket: &OpenRoot| {
+        socket
+            .granted
+            .resolved
+            .clone()
+            .unwrap_or_else(|| socket.granted.path.clone())
+    };
     let mut rules = Rules {
         // A socket that appears or moves beneath the project from now on
         // counts only if bound inside; the margin covers the coarse clock
@@ -562,7 +570,7 @@ fn connect_rules(open: &OpenPolicy) -> Rules {
     };
     for socket in &open.sockets {
         match socket.granted.kind {
-            RootKind::Directory => rules.socket_dirs.extend(named(&socket.fd)),
+            RootKind::Directory => rules.socket_dirs.push(named(socket)),
             RootKind::Special | RootKind::File => {
                 rules.socket_files.insert(socket.granted.id());
             }
@@ -600,7 +608,10 @@ fn open_sockets(list: &[Root], report: &mut Report) -> Result<Vec<OpenRoot>, Pol
         if !seen.insert(socket.path.as_path()) {
             continue;
         }
-        let judged = open_root(&socket.path, &socket.origin, false, None).and_then(|root| {
+        // Through no symlink first, as an input root is: the name the
+        // kernel gives the inode is then the path itself when none was met,
+        // and /proc is asked only when one was (see `connect_rules`).
+        let judged = open_root(&socket.path, &socket.origin, true, None).and_then(|root| {
             let is_socket = root.granted.kind == RootKind::Special
                 && std::fs::metadata(&socket.path).is_ok_and(|m| m.file_type().is_socket());
             sockets::judge(&socket.origin, root.granted.kind, is_socket).map(|()| root)

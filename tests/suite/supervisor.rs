@@ -252,6 +252,55 @@ mod needs_landlock {
         assert!(!h.home.join("outside.sock").exists());
     }
 
+    /// A service the user started in the project before the run, the
+    /// project named through a symlink: the supervisor compares what the
+    /// kernel resolves the address to with the project as the kernel names
+    /// it, so the service is reached; one outside is not.
+    #[test]
+    fn a_service_in_a_project_named_through_a_symlink_is_reached_and_one_outside_is_not() {
+        let h = FakeHome::new();
+        let link = h.home.join("project-link");
+        std::os::unix::fs::symlink(&h.project, &link).expect("symlink");
+        let inside = h.project.join("dev-server.sock");
+        let outside = h.home.join("outside-server.sock");
+        for (addr, reached) in [(&inside, true), (&outside, false)] {
+            let addr = addr.to_str().expect("UTF-8");
+            let log = h.home.join("accepted.log");
+            let _ = fs::remove_file(&log);
+            let _service = Service::start(addr, &log);
+            // Older than the session: a socket that appears beneath the
+            // project during it counts only if bound inside (the rules'
+            // margin is 50 ms).
+            std::thread::sleep(std::time::Duration::from_millis(150));
+            let written = h.project.join("written-for-the-command");
+            let _ = fs::remove_file(&written);
+            let out = output(&mut h.run_command(
+                &link,
+                &[],
+                &[
+                    &py(),
+                    &fixture(),
+                    "ask",
+                    addr,
+                    written.to_str().expect("UTF-8"),
+                ],
+            ));
+            assert_success(&out);
+            if reached {
+                assert_eq!(stdout(&out).trim(), "ok", "{}", show(&out));
+                assert!(written.exists(), "{}", show(&out));
+            } else {
+                assert_eq!(
+                    stdout(&out).trim(),
+                    format!("refused: errno {}", libc::EACCES),
+                    "{}",
+                    show(&out)
+                );
+                assert!(!log.exists(), "the outside service was reached");
+            }
+        }
+    }
+
     #[test]
     fn a_second_thread_swapping_the_address_never_reaches_the_refused_socket() {
         let h = FakeHome::new();
