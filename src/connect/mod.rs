@@ -637,18 +637,17 @@ impl Supervisor {
         // fetched with pidfd_getfd: where a container's seccomp profile
         // refuses it (Docker's default without CAP_SYS_PTRACE) the
         // supervisor could serve nothing, so nothing runs.
-        sys::pidfd_open(std::process::id() as i32)
-            .and_then(|me| sys::pidfd_getfd(&me, me.as_raw_fd()))
-            .map_err(|e| {
-                io::Error::new(
-                    e.kind(),
-                    format!(
-                        "pidfd_getfd is refused here ({e}); Docker's default seccomp profile \
-                         allows it only with CAP_SYS_PTRACE: run the container with \
-                         --cap-add SYS_PTRACE, or with a profile that allows pidfd_getfd"
-                    ),
-                )
-            })?;
+        sys::pidfd_calls_allowed().map_err(|(call, e)| {
+            io::Error::new(
+                e.kind(),
+                format!(
+                    "{call} is refused here ({e}); Docker's default seccomp profile \
+                     allows pidfd_getfd only with CAP_SYS_PTRACE: run the container with \
+                     --cap-add SYS_PTRACE, or with a profile that allows pidfd_open and \
+                     pidfd_getfd"
+                ),
+            )
+        })?;
         Ok(Supervisor {
             program: filter.instructions().into(),
             shared: Arc::new(Shared {
