@@ -516,7 +516,11 @@ pub(crate) fn create_missing_caches_in(
             None => dir.is_dir(), // made just now
         };
         let checked = dir.join(TOOLCHAINS_CHECKED);
-        let held = Stamp::read(&checked);
+        let held = if usable {
+            Stamp::read(&checked)
+        } else {
+            Stamp::default()
+        };
         if usable && !looked_up_since(&held, meta.as_ref(), &path_var) {
             for (tool, sub, _) in TOOLCHAIN_CACHES {
                 let path = dir.join(sub);
