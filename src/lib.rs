@@ -31,7 +31,7 @@
 //! ```
 //!
 //! The session does, in order, what the seed's functions offer one by one:
-//! [`probe`], [`default_writable`] and [`default_sockets`] into a
+//! [`probe()`], [`default_writable`] and [`default_sockets`] into a
 //! [`Policy`], [`Policy::prepare`] (or [`Policy::apply`] to confine the
 //! calling process itself), and a [`tripwire`] snapshot of the files that
 //! run later, outside the sandbox (git hooks, `.git/config`, `.envrc`),

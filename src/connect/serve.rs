@@ -325,7 +325,7 @@ struct Message {
     _target: Option<File>,
     data: Vec<u8>,
     /// Control messages, laid out natively, descriptors replaced by
-    /// [`Message::fds`]'s.
+    /// those of `_fds`.
     control: Vec<u8>,
     /// Descriptors fetched from the thread for `SCM_RIGHTS`, closed once sent.
     _fds: Vec<OwnedFd>,
