@@ -8,9 +8,21 @@
 //! child needs first (argument and environment strings, the `PATH`
 //! candidates, the ruleset descriptor and the terminal filter) and starts
 //! the child with `clone(CLONE_VM | CLONE_VFORK)`, as `posix_spawn` does:
-//! the child restricts itself and execs without copying anything. Standard
-//! input, output and error are inherited (output and error may be given
-//! instead: [`Spawn::stdout_to`], [`Spawn::stderr_to`]), and only the descriptors above 2
+//! the child restricts itself and execs without copying anything.
+//!
+//! What that saves grows with the caller: `fork` copies the page tables of
+//! all the memory the caller has touched, so a `Prepared::confine` child
+//! of an agent holding a few hundred megabytes costs milliseconds before it
+//! runs a single instruction of its own, while a `Spawn` child costs the
+//! same whatever the caller's size (doc/performance.md measures both from
+//! a caller with a 256 MiB heap). A long-lived agent that starts many
+//! commands should start them here; from async code, wait for the child on
+//! a blocking thread (`tokio::task::spawn_blocking`).
+//!
+//! Standard input, output and error are inherited, or given instead
+//! ([`Spawn::stdin_from`], [`Spawn::stdout_to`], [`Spawn::stderr_to`]:
+//! the ends of a pipe or a socket pair to feed or read the command),
+//! and only the descriptors above 2
 //! the prepared policy keeps (see [`Prepared::keep_fds`](crate::Prepared::keep_fds)); the
 //! environment gets the session's variables as with `confine` (see
 //! [`Prepared::environment`](crate::Prepared::environment)).
@@ -26,7 +38,7 @@
 
 use std::ffi::{CString, OsStr, OsString, c_char};
 use std::io;
-use std::os::fd::RawFd;
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::PathBuf;
 
@@ -45,8 +57,8 @@ pub struct Spawn {
     args: Vec<OsString>,
     env: Option<Vec<(OsString, OsString)>>,
     cwd: Option<PathBuf>,
-    /// Descriptors the child gets as its standard output and error, by
-    /// `dup2` before anything else (`(from, to)`, `to` 1 or 2).
+    /// Descriptors the child gets as its standard input, output and error,
+    /// by `dup2` before anything else (`(from, to)`, `to` 0, 1 or 2).
     redirect: Vec<(RawFd, RawFd)>,
 }
 
@@ -128,6 +140,44 @@ impl Spawn {
     /// ```
     pub fn current_dir(mut self, dir: impl Into<PathBuf>) -> Spawn {
         self.cwd = Some(dir.into());
+        self
+    }
+
+    /// The child's standard input is `fd` instead of the caller's, as
+    /// [`Spawn::stdout_to`] does for standard output: the reading end of a
+    /// pipe or a socket the caller writes to, or `/dev/null` for a command
+    /// that must not wait for a terminal.
+    ///
+    /// # Examples
+    ///
+    /// One socket pair as the command's input and output:
+    ///
+    /// ```no_run
+    /// use std::io::{Read, Write};
+    /// use std::os::fd::AsRawFd;
+    /// use std::os::unix::net::UnixStream;
+    /// use strument_sandbox::{Policy, spawn::Spawn};
+    ///
+    /// let prepared = Policy { writable: vec!["/tmp".into()], ..Policy::default() }.prepare()?;
+    /// let (mut ours, theirs) = UnixStream::pair()?;
+    /// let mut child = Spawn::new("sort")
+    ///     .stdin_from(theirs.as_raw_fd())
+    ///     .stdout_to(theirs.as_raw_fd())
+    ///     .spawn(&prepared)?;
+    /// // The child has its own copy: ours is closed, so that reading ends
+    /// // with the child's output.
+    /// drop(theirs);
+    /// ours.write_all(b"b\na\n")?;
+    /// ours.shutdown(std::net::Shutdown::Write)?;
+    /// let mut sorted = String::new();
+    /// ours.read_to_string(&mut sorted)?;
+    /// assert!(child.wait()?.success());
+    /// assert_eq!(sorted, "a\nb\n");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn stdin_from(mut self, fd: RawFd) -> Spawn {
+        self.redirect.retain(|(_, to)| *to != 0);
+        self.redirect.push((fd, 0));
         self
     }
 
@@ -300,6 +350,7 @@ impl Spawn {
             .as_ref()
             .map(|d| c_string(d.as_os_str().as_bytes()))
             .transpose()?;
+        let (redirect, _copies) = redirect_plan(&self.redirect)?;
         let argv = null_terminated(std::iter::once(&argv0).chain(&args));
         let envp = null_terminated(&env);
         let mut shell_argv = vec![sys::SHELL.as_ptr(), std::ptr::null()];
@@ -311,7 +362,7 @@ impl Spawn {
             envp: &envp,
             shell_argv: &mut shell_argv,
             cwd: cwd.as_deref(),
-            redirect: &self.redirect,
+            redirect: &redirect,
             confine,
             connect,
             keep_fds: keep.as_deref(),
@@ -319,6 +370,29 @@ impl Spawn {
         };
         sys::spawn(&mut plan)
     }
+}
+
+/// One `dup2` in the child: `(from, to)`.
+type Redirect = (RawFd, RawFd);
+
+/// The `dup2` steps of `redirect`, in the child's order, and the copies
+/// they read from, which the caller keeps open until the spawn returns: a
+/// descriptor given for one stream that is itself another stream's target
+/// (`stdout_to(2)` with `stderr_to(1)`, or `stdin_from(1)`) is read from a
+/// copy above 2, made here, so that no step overwrites what a later one
+/// reads.
+fn redirect_plan(redirect: &[(RawFd, RawFd)]) -> io::Result<(Vec<Redirect>, Vec<OwnedFd>)> {
+    let mut steps = redirect.to_vec();
+    let mut copies = Vec::new();
+    for step in &mut steps {
+        let (from, to) = *step;
+        if from != to && redirect.iter().any(|&(_, other)| other == from) {
+            let copy = sys::dup_above_stdio(from)?;
+            step.0 = copy.as_raw_fd();
+            copies.push(copy);
+        }
+    }
+    Ok((steps, copies))
 }
 
 fn c_string(bytes: &[u8]) -> io::Result<CString> {
@@ -374,6 +448,37 @@ fn null_terminated<'a>(strings: impl IntoIterator<Item = &'a CString>) -> Vec<*c
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn same_file(a: RawFd, b: RawFd) -> bool {
+        let stat = |fd: RawFd| {
+            let link = std::fs::read_link(format!("/proc/self/fd/{fd}")).expect("readlink");
+            let meta = std::fs::metadata(format!("/proc/self/fd/{fd}")).expect("stat");
+            (link, std::os::unix::fs::MetadataExt::ino(&meta))
+        };
+        stat(a) == stat(b)
+    }
+
+    #[test]
+    fn a_stream_given_another_s_descriptor_reads_from_a_copy_made_first() {
+        // Swapped output and error: each step reads a copy above 2 of what
+        // the other overwrites.
+        let (steps, copies) = redirect_plan(&[(2, 1), (1, 2)]).expect("dup");
+        assert_eq!(copies.len(), 2);
+        assert_eq!(steps.iter().map(|s| s.1).collect::<Vec<_>>(), [1, 2]);
+        assert!(steps.iter().all(|s| s.0 > 2), "{steps:?}");
+        assert!(same_file(steps[0].0, 2) && same_file(steps[1].0, 1));
+        // Input from the caller's output, output elsewhere.
+        let (steps, copies) = redirect_plan(&[(1, 0), (7, 1)]).expect("dup");
+        assert_eq!(copies.len(), 1);
+        assert!(steps[0].0 > 2 && same_file(steps[0].0, 1), "{steps:?}");
+        assert_eq!(steps[1], (7, 1));
+        // Nothing overwritten: given as they are, no copy.
+        for plan in [&[(5, 0), (5, 1), (6, 2)][..], &[(1, 1), (2, 2)], &[(2, 1)]] {
+            let (steps, copies) = redirect_plan(plan).expect("no dup");
+            assert_eq!(steps, plan);
+            assert!(copies.is_empty());
+        }
+    }
 
     #[test]
     fn path_search_tries_each_directory_in_order() {

@@ -2,7 +2,7 @@
 //! close-on-exec in the child, except those kept by name.
 
 use std::io;
-use std::os::fd::{IntoRawFd, OwnedFd, RawFd};
+use std::os::fd::{FromRawFd, IntoRawFd, OwnedFd, RawFd};
 
 /// `CLOSE_RANGE_CLOEXEC` (Linux 5.11): mark the range close-on-exec
 /// instead of closing it, so a descriptor a later `pre_exec` step still
@@ -80,6 +80,18 @@ pub(crate) fn keep_only_fds_before_exec(cmd: &mut std::process::Command, keep: V
     unsafe {
         cmd.pre_exec(move || cloexec_all_but(&keep));
     }
+}
+
+/// A copy of `fd` numbered 3 or above, close-on-exec.
+pub(crate) fn dup_above_stdio(fd: RawFd) -> io::Result<OwnedFd> {
+    // SAFETY: fcntl F_DUPFD_CLOEXEC takes integers; the new descriptor is
+    // owned by nobody else.
+    let copy = unsafe { libc::fcntl(fd, libc::F_DUPFD_CLOEXEC, 3) };
+    if copy < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: `copy` was just made and is owned here alone.
+    Ok(unsafe { OwnedFd::from_raw_fd(copy) })
 }
 
 /// Closes every descriptor of `fds`: one `close_range` for each run of

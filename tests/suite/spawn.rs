@@ -50,6 +50,43 @@ mod needs_landlock {
     }
 
     #[test]
+    fn input_and_output_go_through_the_descriptors_given() {
+        use std::io::{Read, Write};
+        use std::os::fd::AsRawFd;
+        let h = FakeHome::new();
+        let prepared = project_only(&h).prepare().expect("prepare");
+        let (mut ours, theirs) = std::os::unix::net::UnixStream::pair().expect("socketpair");
+        let errors = fs::File::create(h.project.join("errors.txt")).expect("create");
+        let mut child = Spawn::new("sh")
+            .args([
+                "-c",
+                "tr a-z A-Z; echo done >&2; echo caller > \"$1\"",
+                "sh",
+            ])
+            .arg(h.home.join("outside.txt"))
+            .stdin_from(theirs.as_raw_fd())
+            .stdout_to(theirs.as_raw_fd())
+            .stderr_to(errors.as_raw_fd())
+            .spawn(&prepared)
+            .expect("spawn");
+        drop((theirs, errors));
+        ours.write_all(b"confined\n").expect("write");
+        ours.shutdown(std::net::Shutdown::Write).expect("shutdown");
+        let mut upper = String::new();
+        ours.read_to_string(&mut upper).expect("read");
+        let status = child.wait().expect("wait");
+        assert_eq!(upper, "CONFINED\n");
+        // Standard error went to the file: the line written, and the
+        // shell's own complaint that the write outside was refused.
+        let errors = h.project_file("errors.txt");
+        assert!(errors.starts_with("done\n"), "{errors}");
+        assert!(errors.contains("outside.txt"), "{errors}");
+        // Still confined: the write outside the project was refused.
+        assert!(!status.success(), "{status:?}");
+        assert!(!h.home.join("outside.txt").exists());
+    }
+
+    #[test]
     fn a_missing_program_is_not_found_and_nothing_runs() {
         let h = FakeHome::new();
         let prepared = project_only(&h).prepare().expect("prepare");
