@@ -8,13 +8,20 @@
 //! restrict itself between `fork` and `exec`, so the runtime's threads
 //! are never touched.
 //!
+//! With `--spawn` it starts each child with the library's
+//! [`Spawn`] instead, and waits for it on a blocking thread: no `fork`, so
+//! no copy of the agent's page tables, which is what a `tokio::process`
+//! child costs an agent holding a few hundred megabytes (milliseconds a
+//! command; doc/performance.md measures both). The child is confined the
+//! same way; its output comes back over a socket pair.
+//!
 //! This program starts `CHILDREN` commands at once (32 by default); each
 //! writes one file in `PROJECT` and tries one in `OUTSIDE`. Then the agent
 //! itself writes `OUTSIDE/agent`, and prints one line a child and one for
 //! itself:
 //!
 //! ```text
-//! cargo run --example tokio_agent -- PROJECT OUTSIDE [CHILDREN]
+//! cargo run --example tokio_agent -- [--spawn] PROJECT OUTSIDE [CHILDREN]
 //! ```
 //!
 //! Exit status: 0 when the session opened and every child ran (whatever
@@ -22,16 +29,28 @@
 //! not open (no Landlock), 2 on bad arguments, 1 when a child could not be
 //! started. The suite runs it (`suite::confine`) and checks the files.
 
-use std::path::PathBuf;
-use std::process::ExitCode;
+use std::io::Read;
+use std::os::fd::AsRawFd;
+use std::os::unix::net::UnixStream;
+use std::path::{Path, PathBuf};
+use std::process::{ExitCode, ExitStatus};
 use std::sync::Arc;
 
 use strument_sandbox::Session;
+use strument_sandbox::spawn::Spawn;
 use tokio::process::Command;
+
+/// The child's script: its greeting into the project, then into
+/// `OUTSIDE` (refused), and the status of that write on standard output.
+const SCRIPT: &str = r#"echo "$0" > "$1"; echo "$0" > "$2" 2>/dev/null; echo "$?""#;
 
 #[tokio::main]
 async fn main() -> ExitCode {
-    let args: Vec<String> = std::env::args().skip(1).collect();
+    let mut args: Vec<String> = std::env::args().skip(1).collect();
+    let spawn = args.first().is_some_and(|a| a == "--spawn");
+    if spawn {
+        args.remove(0);
+    }
     let (project, outside, children) = match args.as_slice() {
         [project, outside] => (PathBuf::from(project), PathBuf::from(outside), 32),
         [project, outside, n] => match n.parse::<usize>() {
@@ -57,18 +76,25 @@ async fn main() -> ExitCode {
             outside.join(format!("child-{i}")),
         );
         tasks.push(tokio::spawn(async move {
-            let mut cmd = Command::new("sh");
-            cmd.arg("-c")
-                .arg(r#"echo "$0" > "$1"; echo "$0" > "$2" 2>/dev/null; echo "$?""#)
-                .arg(format!("child {i}"))
-                .arg(&inside)
-                .arg(&outside);
-            session.confine(cmd.as_std_mut());
-            let out = cmd.output().await?;
-            let outside_status = String::from_utf8_lossy(&out.stdout).trim().to_owned();
+            let (status, stdout) = if spawn {
+                spawned(&session, i, &inside, &outside).await?
+            } else {
+                let mut cmd = Command::new("sh");
+                cmd.arg("-c")
+                    .arg(SCRIPT)
+                    .arg(format!("child {i}"))
+                    .arg(&inside)
+                    .arg(&outside);
+                session.confine(cmd.as_std_mut());
+                let out = cmd.output().await?;
+                (
+                    out.status,
+                    String::from_utf8_lossy(&out.stdout).into_owned(),
+                )
+            };
             Ok::<String, std::io::Error>(format!(
-                "child {i}: {}, write outside exited {outside_status}",
-                out.status
+                "child {i}: {status}, write outside exited {}",
+                stdout.trim()
             ))
         }));
     }
@@ -101,7 +127,33 @@ async fn main() -> ExitCode {
     }
 }
 
+/// The same child started with [`Spawn`]: its standard output is one end of
+/// a socket pair, read, like the wait, on a blocking thread.
+async fn spawned(
+    session: &Session,
+    i: usize,
+    inside: &Path,
+    outside: &Path,
+) -> std::io::Result<(ExitStatus, String)> {
+    let (mut ours, theirs) = UnixStream::pair()?;
+    let mut child = Spawn::new("sh")
+        .args(["-c", SCRIPT])
+        .arg(format!("child {i}"))
+        .arg(inside)
+        .arg(outside)
+        .stdout_to(theirs.as_raw_fd())
+        .spawn(session.prepared())?;
+    // The child has its own copy: with ours closed, reading ends with it.
+    drop(theirs);
+    tokio::task::spawn_blocking(move || {
+        let mut stdout = String::new();
+        ours.read_to_string(&mut stdout)?;
+        Ok((child.wait()?, stdout))
+    })
+    .await?
+}
+
 fn usage() -> ExitCode {
-    eprintln!("usage: tokio_agent PROJECT OUTSIDE [CHILDREN]");
+    eprintln!("usage: tokio_agent [--spawn] PROJECT OUTSIDE [CHILDREN]");
     ExitCode::from(2)
 }

@@ -293,6 +293,13 @@ impl Prepared {
     /// through the connect supervisor, a thread of this process:
     /// [`Prepared::refused_connects`] says what it refused.
     ///
+    /// A hook makes std `fork` instead of `posix_spawn`, and `fork` copies
+    /// the page tables of all the memory this process has touched: about
+    /// 0.1 ms for a small caller, milliseconds for an agent holding a few
+    /// hundred megabytes (doc/performance.md). A caller that starts many
+    /// commands from a large process should start them with
+    /// [`Spawn`](crate::spawn::Spawn), which does not copy it.
+    ///
     /// # Examples
     ///
     /// ```no_run

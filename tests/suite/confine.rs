@@ -417,6 +417,17 @@ mod needs_landlock {
     /// whose runtime threads were never confined, still writes outside.
     #[test]
     fn an_async_agent_confines_32_children_and_stays_unconfined() {
+        async_agent(&[]);
+    }
+
+    /// The same agent starting its children with `Spawn` (no `fork`),
+    /// waiting for each on a blocking thread, its output over a socket.
+    #[test]
+    fn an_async_agent_spawning_its_32_children_confines_them_the_same() {
+        async_agent(&["--spawn"]);
+    }
+
+    fn async_agent(flags: &[&str]) {
         let home = FakeHome::new();
         let outside = home.home.join("outside");
         fs::create_dir(&outside).expect("mkdir outside");
@@ -424,9 +435,23 @@ mod needs_landlock {
         let example = build_example("tokio_agent");
         let mut cmd = Command::new(&example);
         home.env(&mut cmd);
-        cmd.arg(&home.project).arg(&outside).arg("32");
+        cmd.args(flags).arg(&home.project).arg(&outside).arg("32");
         let out = output(&mut cmd);
         assert_success(&out);
+        // Each child's own report: its write outside failed (the shell's
+        // status 2, or 1), read back from its standard output.
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        for i in 0..32 {
+            let line = stdout
+                .lines()
+                .find(|l| l.starts_with(&format!("child {i}: ")))
+                .unwrap_or_else(|| panic!("no line for child {i}\n{}", show(&out)));
+            assert!(
+                line.ends_with("write outside exited 2")
+                    || line.ends_with("write outside exited 1"),
+                "{line}"
+            );
+        }
         for i in 0..32 {
             let inside = home.project.join(format!("child-{i}"));
             let written = fs::read_to_string(&inside)

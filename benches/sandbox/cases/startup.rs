@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use strument_sandbox::spawn::Spawn;
 use strument_sandbox::tripwire::Snapshot;
-use strument_sandbox::{Session, default_writable, services, writable};
+use strument_sandbox::{Prepared, Session, default_writable, services, writable};
 
 use crate::config::Config;
 use crate::project::{Bench, Project};
@@ -106,17 +106,10 @@ pub fn run(bench: &Bench, config: &Config) -> Section {
         Variant::new(
             "fork",
             "`true` with an empty `pre_exec` hook (std then `fork`s: the floor of any hook)",
-            || {
-                let mut cmd = project.bare(t, &[]);
-                // SAFETY: the hook does nothing, so it is async-signal-safe.
-                unsafe { std::os::unix::process::CommandExt::pre_exec(&mut cmd, || Ok(())) };
-                cmd
-            },
+            || empty_hook(project.bare(t, &[])),
         ),
         Variant::new("confine", "library: `Prepared::confine` on `true` (`fork`)", || {
-            let mut cmd = project.bare(t, &[]);
-            prepared.confine(&mut cmd);
-            cmd
+            confined(project.bare(t, &[]), &prepared)
         }),
         Variant::new(
             "spawn",
@@ -184,38 +177,16 @@ pub fn run(bench: &Bench, config: &Config) -> Section {
     let rows = variants
         .iter()
         .map(|v| {
-            let s = stats(&v.key);
             let kib = rss(&v.key);
             peak.insert(v.key.as_str(), kib);
-            vec![
-                v.name.clone(),
-                s.runs.to_string(),
-                dur(s.median),
-                dur(s.min),
-                dur(s.max),
-                if v.key == "bare" {
-                    "—".into()
-                } else {
-                    signed_dur(s.median.as_secs_f64() - bare.as_secs_f64())
-                },
-                format!("{:.2}", ratio(s.median, bare)),
-                format!("{kib} KiB"),
-            ]
+            let mut row = against_bare(&v.name, &stats(&v.key), v.key == "bare", bare);
+            row.push(format!("{kib} KiB"));
+            row
         })
         .collect();
-    section.table(
-        &[
-            "command",
-            "runs",
-            "median",
-            "min",
-            "max",
-            "median − bare",
-            "ratio to bare",
-            "peak RSS",
-        ],
-        rows,
-    );
+    let mut header = AGAINST_BARE.to_vec();
+    header.push("peak RSS");
+    section.table(&header, rows);
     let over_bare = |key: &str| stats(key).median.as_secs_f64() - bare.as_secs_f64();
     let over = over_bare("run");
     let exec_floor = over_bare("env");
@@ -253,22 +224,27 @@ pub fn run(bench: &Bench, config: &Config) -> Section {
     let confine = over_bare("confine");
     let fork = over_bare("fork");
     let spawn = over_bare("spawn");
+    let large = large_caller(bench, config, &prepared);
     section.target(
         "start-up: `Prepared::confine` ≤ +0.1 ms over bare",
         format!(
-            "{}, of which std's `fork` for any `pre_exec` hook {} and the confining {}",
+            "{}, of which std's `fork` for any `pre_exec` hook {} and the confining {}; \
+             from a caller holding {LARGE_MIB} MiB, {} (the `fork` alone {})",
             signed_dur(confine),
             signed_dur(fork),
             signed_dur(confine - fork),
+            signed_dur(large.over("confine")),
+            signed_dur(large.over("fork")),
         ),
         confine <= 0.1e-3,
     );
     section.target(
         "start-up: `Spawn::spawn` ≤ +0.1 ms over bare",
         format!(
-            "{} (unconfined by the same path {})",
+            "{} (unconfined by the same path {}); from a caller holding {LARGE_MIB} MiB, {}",
             signed_dur(spawn),
             signed_dur(over_bare("spawn-bare")),
+            signed_dur(large.over("spawn")),
         ),
         spawn <= 0.1e-3,
     );
@@ -285,8 +261,151 @@ pub fn run(bench: &Bench, config: &Config) -> Section {
         "Peak memory of the `run` process: {} KiB (bare `true`: {} KiB, bwrap: {} KiB).",
         peak["run"], peak["bare"], peak["bwrap"]
     ));
+    large.describe(&mut section);
     phases(&mut section, bench, config);
     section
+}
+
+/// A table row's first cells: the name, then the runs, median, min and max
+/// of `s`.
+fn cells(name: &str, s: &Stats) -> Vec<String> {
+    vec![
+        name.to_string(),
+        s.runs.to_string(),
+        dur(s.median),
+        dur(s.min),
+        dur(s.max),
+    ]
+}
+
+/// The columns of [`against_bare`].
+const AGAINST_BARE: [&str; 7] = [
+    "command",
+    "runs",
+    "median",
+    "min",
+    "max",
+    "median − bare",
+    "ratio to bare",
+];
+
+/// A start-up row: [`cells`], then the median's difference to and ratio
+/// of `bare`'s (a dash for the bare row itself).
+fn against_bare(name: &str, s: &Stats, is_bare: bool, bare: Duration) -> Vec<String> {
+    let mut row = cells(name, s);
+    row.push(if is_bare {
+        "—".into()
+    } else {
+        signed_dur(s.median.as_secs_f64() - bare.as_secs_f64())
+    });
+    row.push(format!("{:.2}", ratio(s.median, bare)));
+    row
+}
+
+/// `cmd` with a `pre_exec` hook that does nothing: std then `fork`s.
+fn empty_hook(mut cmd: Command) -> Command {
+    // SAFETY: the hook does nothing, so it is async-signal-safe.
+    unsafe { std::os::unix::process::CommandExt::pre_exec(&mut cmd, || Ok(())) };
+    cmd
+}
+
+/// `cmd` confined by `prepared`.
+fn confined(mut cmd: Command, prepared: &Prepared) -> Command {
+    prepared.confine(&mut cmd);
+    cmd
+}
+
+/// The heap the benchmark holds for [`large_caller`], in MiB: an agent
+/// with a long conversation and its tools' output in memory.
+const LARGE_MIB: usize = 256;
+
+/// The library's two ways to start a confined child, from a caller that
+/// has touched [`LARGE_MIB`] of heap: `fork` copies the page tables of all
+/// of it, `clone(CLONE_VM)` none.
+struct Large {
+    rows: Vec<(String, Stats)>,
+}
+
+impl Large {
+    fn bare(&self) -> f64 {
+        self.stats("bare").median.as_secs_f64()
+    }
+
+    fn stats(&self, key: &str) -> &Stats {
+        self.rows
+            .iter()
+            .find(|(k, _)| k == key)
+            .map(|(_, s)| s)
+            .unwrap_or_else(|| fail(&format!("no variant {key:?}")))
+    }
+
+    /// The median of `key` over bare `true` from the same caller.
+    fn over(&self, key: &str) -> f64 {
+        self.stats(key).median.as_secs_f64() - self.bare()
+    }
+
+    fn describe(&self, section: &mut Section) {
+        section.prose(format!(
+            "The same library rows from a caller holding {LARGE_MIB} MiB of heap it has \
+             written (every page), as a long-running agent does: `fork` copies the page \
+             tables of all of it, so every `pre_exec` hook, and `Prepared::confine` with it, \
+             costs in proportion to the caller's memory; `Spawn` shares the memory until \
+             `exec` and costs the same whatever the caller's size. Bare `true` is started \
+             by std with `posix_spawn`, which shares it too."
+        ));
+        let names = [
+            ("bare", "`true`"),
+            ("fork", "`true` with an empty `pre_exec` hook (`fork`)"),
+            ("confine", "library: `Prepared::confine` on `true` (`fork`)"),
+            ("spawn", "library: `Spawn::spawn` on `true`"),
+        ];
+        let rows = names
+            .iter()
+            .map(|(key, name)| {
+                let bare = self.stats("bare").median;
+                against_bare(name, self.stats(key), *key == "bare", bare)
+            })
+            .collect();
+        let mut header = AGAINST_BARE.to_vec();
+        header[0] = "command, from a large caller";
+        section.table(&header, rows);
+    }
+}
+
+/// Measures bare `true`, an empty hook, `confine` and `Spawn` while this
+/// process holds [`LARGE_MIB`] of written heap, freed afterwards.
+fn large_caller(bench: &Bench, config: &Config, prepared: &Prepared) -> Large {
+    let project = &bench.project;
+    let t = Path::new("true");
+    let mut heap = vec![0u8; LARGE_MIB << 20];
+    for page in heap.chunks_mut(4096) {
+        page[0] = 1;
+    }
+    let variants = [
+        Variant::new("bare", "`true`", || project.bare(t, &[])),
+        Variant::new("fork", "`true` with an empty `pre_exec` hook", || {
+            empty_hook(project.bare(t, &[]))
+        }),
+        Variant::new("confine", "`Prepared::confine`", || {
+            confined(project.bare(t, &[]), prepared)
+        }),
+        Variant::new("spawn", "`Spawn::spawn`", || project.bare(t, &[]))
+            .spawned(|| Spawn::new("true").current_dir(&project.dir).spawn(prepared)),
+    ];
+    let measured = measure_short(
+        &format!("start-up from a caller holding {LARGE_MIB} MiB"),
+        &variants,
+        config.startup_runs / 2,
+        &bench.stderr_log,
+    );
+    std::hint::black_box(&heap);
+    drop(heap);
+    Large {
+        rows: variants
+            .iter()
+            .map(|v| (v.key.clone(), Stats::of(&measured.samples(&v.key))))
+            .collect(),
+    }
 }
 
 /// The CLI as the README installs it (`cargo cli`: static glibc), built
@@ -425,16 +544,7 @@ fn phases(section: &mut Section, bench: &Bench, config: &Config) {
     let rows = phases
         .iter()
         .zip(times)
-        .map(|((name, _), t)| {
-            let s = Stats::of_times(t);
-            vec![
-                (*name).to_string(),
-                s.runs.to_string(),
-                dur(s.median),
-                dur(s.min),
-                dur(s.max),
-            ]
-        })
+        .map(|((name, _), t)| cells(name, &Stats::of_times(t)))
         .collect();
     section.table(&["phase", "runs", "median", "min", "max"], rows);
 }
