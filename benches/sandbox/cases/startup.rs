@@ -321,27 +321,40 @@ const LARGE_MIB: usize = 256;
 
 /// The library's two ways to start a confined child, from a caller that
 /// has touched [`LARGE_MIB`] of heap: `fork` copies the page tables of all
-/// of it, `clone(CLONE_VM)` none.
+/// of it, `clone(CLONE_VM)` none. Measured in two sets, each with its own
+/// bare row: the `fork` rows' copying evicts the caches and slows whatever
+/// runs next in the same round.
 struct Large {
-    rows: Vec<(String, Stats)>,
+    /// Bare `true` and `Spawn`.
+    shared: Vec<(String, Stats)>,
+    /// Bare `true`, the empty hook and `confine`.
+    forked: Vec<(String, Stats)>,
 }
 
+/// The bare row's key in each set.
+const BARE: &str = "bare";
+
 impl Large {
-    fn bare(&self) -> f64 {
-        self.stats("bare").median.as_secs_f64()
+    /// The set `key` was measured in.
+    fn set(&self, key: &str) -> &[(String, Stats)] {
+        if key == "spawn" {
+            &self.shared
+        } else {
+            &self.forked
+        }
     }
 
-    fn stats(&self, key: &str) -> &Stats {
-        self.rows
-            .iter()
+    fn stats<'s>(set: &'s [(String, Stats)], key: &str) -> &'s Stats {
+        set.iter()
             .find(|(k, _)| k == key)
             .map(|(_, s)| s)
             .unwrap_or_else(|| fail(&format!("no variant {key:?}")))
     }
 
-    /// The median of `key` over bare `true` from the same caller.
+    /// The median of `key` over bare `true` of its own set.
     fn over(&self, key: &str) -> f64 {
-        self.stats(key).median.as_secs_f64() - self.bare()
+        let set = self.set(key);
+        Large::stats(set, key).median.as_secs_f64() - Large::stats(set, BARE).median.as_secs_f64()
     }
 
     fn describe(&self, section: &mut Section) {
@@ -351,29 +364,40 @@ impl Large {
              tables of all of it, so every `pre_exec` hook, and `Prepared::confine` with it, \
              costs in proportion to the caller's memory; `Spawn` shares the memory until \
              `exec` and costs the same whatever the caller's size. Bare `true` is started \
-             by std with `posix_spawn`, which shares it too."
+             by std with `posix_spawn`, which shares it too. The `Spawn` row is measured \
+             apart from the `fork` rows, each set with its bare row: a `fork` of this size \
+             evicts the caches, and whatever runs after it in the same round pays for that."
         ));
-        let names = [
-            ("bare", "`true`"),
-            ("fork", "`true` with an empty `pre_exec` hook (`fork`)"),
-            ("confine", "library: `Prepared::confine` on `true` (`fork`)"),
-            ("spawn", "library: `Spawn::spawn` on `true`"),
-        ];
-        let rows = names
-            .iter()
-            .map(|(key, name)| {
-                let bare = self.stats("bare").median;
-                against_bare(name, self.stats(key), *key == "bare", bare)
-            })
-            .collect();
+        let rows = [
+            (&self.shared, BARE, "`true`, measured with the `Spawn` row"),
+            (&self.shared, "spawn", "library: `Spawn::spawn` on `true`"),
+            (&self.forked, BARE, "`true`, measured with the `fork` rows"),
+            (
+                &self.forked,
+                "fork",
+                "`true` with an empty `pre_exec` hook (`fork`)",
+            ),
+            (
+                &self.forked,
+                "confine",
+                "library: `Prepared::confine` on `true` (`fork`)",
+            ),
+        ]
+        .into_iter()
+        .map(|(set, key, name)| {
+            let bare = Large::stats(set, BARE).median;
+            against_bare(name, Large::stats(set, key), key == BARE, bare)
+        })
+        .collect();
         let mut header = AGAINST_BARE.to_vec();
         header[0] = "command, from a large caller";
         section.table(&header, rows);
     }
 }
 
-/// Measures bare `true`, an empty hook, `confine` and `Spawn` while this
-/// process holds [`LARGE_MIB`] of written heap, freed afterwards.
+/// Measures bare `true` with `Spawn`, then bare `true` with an empty hook
+/// and `confine`, while this process holds [`LARGE_MIB`] of written heap,
+/// freed afterwards.
 fn large_caller(bench: &Bench, config: &Config, prepared: &Prepared) -> Large {
     let project = &bench.project;
     let t = Path::new("true");
@@ -381,31 +405,40 @@ fn large_caller(bench: &Bench, config: &Config, prepared: &Prepared) -> Large {
     for page in heap.chunks_mut(4096) {
         page[0] = 1;
     }
-    let variants = [
-        Variant::new("bare", "`true`", || project.bare(t, &[])),
+    let bare = || Variant::new(BARE, "`true`", || project.bare(t, &[]));
+    let shared = [
+        bare(),
+        Variant::new("spawn", "`Spawn::spawn`", || project.bare(t, &[]))
+            .spawned(|| Spawn::new("true").current_dir(&project.dir).spawn(prepared)),
+    ];
+    let forked = [
+        bare(),
         Variant::new("fork", "`true` with an empty `pre_exec` hook", || {
             empty_hook(project.bare(t, &[]))
         }),
         Variant::new("confine", "`Prepared::confine`", || {
             confined(project.bare(t, &[]), prepared)
         }),
-        Variant::new("spawn", "`Spawn::spawn`", || project.bare(t, &[]))
-            .spawned(|| Spawn::new("true").current_dir(&project.dir).spawn(prepared)),
     ];
-    let measured = measure_short(
-        &format!("start-up from a caller holding {LARGE_MIB} MiB"),
-        &variants,
-        config.startup_runs / 2,
-        &bench.stderr_log,
-    );
-    std::hint::black_box(&heap);
-    drop(heap);
-    Large {
-        rows: variants
+    let measure = |label: &str, variants: &[Variant<'_>]| {
+        let measured = measure_short(
+            &format!("start-up from a caller holding {LARGE_MIB} MiB, {label}"),
+            variants,
+            config.startup_runs / 2,
+            &bench.stderr_log,
+        );
+        variants
             .iter()
             .map(|v| (v.key.clone(), Stats::of(&measured.samples(&v.key))))
-            .collect(),
-    }
+            .collect()
+    };
+    let large = Large {
+        shared: measure("Spawn", &shared),
+        forked: measure("fork", &forked),
+    };
+    std::hint::black_box(&heap);
+    drop(heap);
+    large
 }
 
 /// The CLI as the README installs it (`cargo cli`: static glibc), built
