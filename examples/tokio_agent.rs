@@ -41,8 +41,10 @@ use strument_sandbox::spawn::Spawn;
 use tokio::process::Command;
 
 /// The child's script: its greeting into the project, then into
-/// `OUTSIDE` (refused), and the status of that write on standard output.
-const SCRIPT: &str = r#"echo "$0" > "$1"; echo "$0" > "$2" 2>/dev/null; echo "$?""#;
+/// `OUTSIDE` (refused), and on standard output the status of that write and
+/// what its standard output is (a pipe from tokio, a socket from `--spawn`).
+const SCRIPT: &str =
+    r#"echo "$0" > "$1"; echo "$0" > "$2" 2>/dev/null; echo "$? $(stat -L -c %F /proc/$$/fd/1)""#;
 
 #[tokio::main]
 async fn main() -> ExitCode {
@@ -92,9 +94,10 @@ async fn main() -> ExitCode {
                     String::from_utf8_lossy(&out.stdout).into_owned(),
                 )
             };
+            let (outside_status, stdout_kind) =
+                stdout.trim().split_once(' ').unwrap_or((stdout.trim(), "?"));
             Ok::<String, std::io::Error>(format!(
-                "child {i}: {status}, write outside exited {}",
-                stdout.trim()
+                "child {i}: {status}, write outside exited {outside_status}, its output a {stdout_kind}"
             ))
         }));
     }

@@ -417,17 +417,20 @@ mod needs_landlock {
     /// whose runtime threads were never confined, still writes outside.
     #[test]
     fn an_async_agent_confines_32_children_and_stays_unconfined() {
-        async_agent(&[]);
+        async_agent(&[], "fifo");
     }
 
     /// The same agent starting its children with `Spawn` (no `fork`),
-    /// waiting for each on a blocking thread, its output over a socket.
+    /// waiting for each on a blocking thread, its output over a socket
+    /// (which each child names: the path it came by).
     #[test]
     fn an_async_agent_spawning_its_32_children_confines_them_the_same() {
-        async_agent(&["--spawn"]);
+        async_agent(&["--spawn"], "socket");
     }
 
-    fn async_agent(flags: &[&str]) {
+    /// Runs examples/tokio_agent.rs with `flags`; each child's standard
+    /// output must be of the kind `output_kind` (`stat`'s `%F`).
+    fn async_agent(flags: &[&str], output_kind: &str) {
         let home = FakeHome::new();
         let outside = home.home.join("outside");
         fs::create_dir(&outside).expect("mkdir outside");
@@ -447,8 +450,12 @@ mod needs_landlock {
                 .find(|l| l.starts_with(&format!("child {i}: ")))
                 .unwrap_or_else(|| panic!("no line for child {i}\n{}", show(&out)));
             assert!(
-                line.ends_with("write outside exited 2")
-                    || line.ends_with("write outside exited 1"),
+                line.contains("write outside exited 2,")
+                    || line.contains("write outside exited 1,"),
+                "{line}"
+            );
+            assert!(
+                line.ends_with(&format!("its output a {output_kind}")),
                 "{line}"
             );
         }
