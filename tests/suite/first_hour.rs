@@ -1237,24 +1237,25 @@ echo x > "$HOME/.cache/top-level" || true
                 (idle.to_owned(), PathBuf::from(socket))
             };
             let (default, first) = start(None);
-            assert_eq!(default, "60");
             let (one, brief) = start(Some("1"));
             let (zero, lasting) = start(Some("0"));
-            assert_eq!(
-                (one.as_str(), zero.as_str()),
-                ("1", "0"),
-                "the caller's value wins"
-            );
             std::thread::sleep(std::time::Duration::from_secs(3));
             let answers = |socket: &Path| std::os::unix::net::UnixStream::connect(socket).is_ok();
             let (brief_answers, lasting_answers) = (answers(&brief), answers(&lasting));
-            // Stopped by the test: the servers of 60 s and forever.
-            for socket in [&first, &lasting] {
+            // Stopped by the test before anything is asserted: each server
+            // still there (the default's minute, forever).
+            for socket in [&first, &brief, &lasting] {
                 let mut stop = Command::new("sccache");
                 with_tools(&h, &mut stop, &[&bin]);
                 stop.arg("--stop-server").env("SCCACHE_SERVER_UDS", socket);
                 let _ = output(&mut stop);
             }
+            assert_eq!(default, "60");
+            assert_eq!(
+                (one.as_str(), zero.as_str()),
+                ("1", "0"),
+                "the caller's value wins"
+            );
             assert!(
                 !brief_answers,
                 "a server with a 1 s idle timeout still answers"
