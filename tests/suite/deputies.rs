@@ -182,6 +182,100 @@ mod needs_landlock {
         });
     }
 
+    /// A terminal of the user's other than the command's own (another
+    /// window's shell) sits in `/dev/pts`, which is granted so that a
+    /// command can make terminals of its own (tmux, `script`, `ssh -t`).
+    /// What the command writes there is shown, escape sequences included:
+    /// the route doc/security.md names as open. What it would type there
+    /// with TIOCSTI is refused, as on its own terminal.
+    #[test]
+    fn another_terminal_of_the_user_shows_what_a_command_writes_but_takes_no_keystrokes() {
+        let h = FakeHome::new();
+        let (mut master, mut slave) = (-1, -1);
+        // SAFETY: openpty writes two descriptors; the name, termios and
+        // window size are NULL.
+        let ret = unsafe {
+            libc::openpty(
+                &raw mut master,
+                &raw mut slave,
+                std::ptr::null_mut(),
+                std::ptr::null(),
+                std::ptr::null(),
+            )
+        };
+        assert_eq!(ret, 0, "openpty: {}", std::io::Error::last_os_error());
+        // SAFETY: both are descriptors openpty just made, owned here.
+        let (master, slave) = unsafe {
+            use std::os::fd::FromRawFd;
+            (
+                std::os::fd::OwnedFd::from_raw_fd(master),
+                std::os::fd::OwnedFd::from_raw_fd(slave),
+            )
+        };
+        let name = std::fs::read_link(format!("/proc/self/fd/{}", raw(&slave)))
+            .expect("the terminal's name");
+        // Raw, so that a byte typed into it could be read at once.
+        // SAFETY: termios is plain data, filled by tcgetattr first.
+        unsafe {
+            let mut t: libc::termios = std::mem::zeroed();
+            assert_eq!(libc::tcgetattr(raw(&slave), &raw mut t), 0);
+            libc::cfmakeraw(&raw mut t);
+            assert_eq!(libc::tcsetattr(raw(&slave), libc::TCSANOW, &raw const t), 0);
+        }
+        let script = "import fcntl, os, sys, termios\n\
+                      fd = os.open(sys.argv[1], os.O_WRONLY | os.O_NOCTTY)\n\
+                      os.write(fd, b'written-by-a-confined-command')\n\
+                      try:\n    fcntl.ioctl(fd, termios.TIOCSTI, b'x')\n    print('typed')\n\
+                      except OSError as e:\n    print('refused: errno', e.errno)\n";
+        let py = python();
+        let out = h.run(
+            &[],
+            &[
+                py.to_str().expect("UTF-8 python path"),
+                "-c",
+                script,
+                name.to_str().expect("UTF-8 terminal name"),
+            ],
+        );
+        assert_success(&out);
+        assert_stdout(&out, "refused: errno 1");
+        let shown = read_now(&master);
+        assert!(
+            shown.contains("written-by-a-confined-command"),
+            "the other terminal did not show what the command wrote ({shown:?}): \
+             if /dev/pts is no longer granted, doc/security.md's row is out of date"
+        );
+        assert_eq!(
+            read_now(&slave),
+            "",
+            "a keystroke reached the other terminal's input"
+        );
+        h.assert_sentinels_intact();
+    }
+
+    fn raw(fd: &std::os::fd::OwnedFd) -> i32 {
+        std::os::fd::AsRawFd::as_raw_fd(fd)
+    }
+
+    /// What can be read from `fd` without waiting.
+    fn read_now(fd: &std::os::fd::OwnedFd) -> String {
+        let mut buf = [0u8; 4096];
+        // SAFETY: fcntl takes integers; `buf` is writable for its length.
+        let n = unsafe {
+            let flags = libc::fcntl(raw(fd), libc::F_GETFL);
+            libc::fcntl(raw(fd), libc::F_SETFL, flags | libc::O_NONBLOCK);
+            libc::read(raw(fd), buf.as_mut_ptr().cast(), buf.len())
+        };
+        match usize::try_from(n) {
+            Ok(n) => String::from_utf8_lossy(&buf[..n]).into_owned(),
+            Err(_) => {
+                let e = std::io::Error::last_os_error();
+                assert_eq!(e.kind(), std::io::ErrorKind::WouldBlock, "read: {e}");
+                String::new()
+            }
+        }
+    }
+
     #[test]
     fn ctrl_c_still_interrupts_a_confined_command_started_from_the_shell() {
         let h = FakeHome::new();
