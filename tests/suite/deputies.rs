@@ -182,6 +182,118 @@ mod needs_landlock {
         });
     }
 
+    /// The reverse of the route the supervisor closes: a tmux server the
+    /// command starts where the user's tmux looks for its server (by
+    /// default `/tmp/tmux-UID`, inside a granted root; the command only
+    /// has to set `TMUX_TMPDIR` back) serves the user's next unconfined
+    /// `tmux attach`, and a hook of the server's makes that client exec a
+    /// command of the server's choosing, unconfined (`detach-client -E`;
+    /// `lock-command` and a `MSG_SHELL` reply do the same). Open, and named
+    /// in doc/security.md. Beside it, the defence it names: a user whose
+    /// tmux directory lies outside the granted roots (`TMUX_TMPDIR` set to
+    /// `$XDG_RUNTIME_DIR`) cannot have a server planted there.
+    #[test]
+    fn a_tmux_server_planted_where_the_users_tmux_looks_runs_commands_for_the_users_client() {
+        require_tool("tmux", "tmux");
+        let h = FakeHome::new();
+        let label = format!("strument-planted-{}", std::process::id());
+        // The user's tmux directory as tmux's default is, in temporary
+        // space; and one outside every granted root.
+        let in_tmp = tempfile::Builder::new()
+            .prefix("strument-tmux-user-")
+            .tempdir_in("/tmp")
+            .expect("a directory in /tmp");
+        let outside = h.home.join("run-user-tmux");
+        fs::create_dir_all(&outside).expect("mkdir");
+        let escaped = |dir: &Path| {
+            let name = if dir.starts_with("/tmp") {
+                "tmp"
+            } else {
+                "outside"
+            };
+            h.home
+                .join(format!("written-by-the-users-tmux-client-{name}"))
+        };
+        let ready = h.project.join("planted");
+        let mut plant = String::new();
+        for dir in [in_tmp.path(), outside.as_path()] {
+            plant.push_str(&format!(
+                "TMUX_TMPDIR={d} tmux -L {label} -f /dev/null new-session -d 'sleep 120' && \
+                 TMUX_TMPDIR={d} tmux -L {label} set-hook -g client-attached \
+                 'detach-client -E \"touch {m}\"'; ",
+                d = quoted(dir),
+                m = escaped(dir).display(),
+            ));
+        }
+        let done = h.project.join("attached");
+        plant.push_str(&format!(
+            "touch {}; i=0; while [ ! -e {d} ] && [ $i -lt 600 ]; do sleep 0.1; i=$((i+1)); done",
+            quoted(&ready),
+            d = quoted(&done),
+        ));
+        // The session lives on while the user attaches: the supervisor that
+        // performs the planted server's sends ends with it.
+        let session = Stopped(
+            h.run_command(&h.project, &[], &["sh", "-c", &plant])
+                .stdout(Stdio::null())
+                .spawn()
+                .expect("start the confined command"),
+        );
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+        while !ready.exists() && std::time::Instant::now() < deadline {
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        assert!(
+            ready.exists(),
+            "the confined command never got to plant its server"
+        );
+        // Before the user's client makes its own directory there.
+        let planted_outside: Vec<_> = fs::read_dir(&outside)
+            .expect("read the directory outside")
+            .flatten()
+            .map(|e| e.path())
+            .collect();
+        // The user's `tmux attach`, on a terminal, unconfined.
+        let attach = "import os, pty, select, sys, time\n\
+                      pid, fd = pty.fork()\n\
+                      if pid == 0:\n    os.execvp('tmux', ['tmux', '-L', sys.argv[1], 'attach'])\n\
+                      end = time.time() + 5\n\
+                      while time.time() < end:\n\
+                      \x20   if select.select([fd], [], [], 0.2)[0]:\n\
+                      \x20       try:\n            os.read(fd, 4096)\n\
+                      \x20       except OSError:\n            break\n\
+                      os.waitpid(pid, 0)\n";
+        for dir in [in_tmp.path(), outside.as_path()] {
+            let mut cmd = Command::new(python());
+            cmd.args(["-c", attach, &label]);
+            h.env(&mut cmd);
+            cmd.env("TMUX_TMPDIR", dir).env("TERM", "xterm");
+            let _ = output(&mut cmd);
+        }
+        let tmp_written = escaped(in_tmp.path()).exists();
+        let outside_written = escaped(&outside).exists();
+        // Every server this test started goes before anything is asserted.
+        for dir in [in_tmp.path(), outside.as_path()] {
+            let _ = Command::new("tmux")
+                .env("TMUX_TMPDIR", dir)
+                .args(["-L", &label, "kill-server"])
+                .output();
+        }
+        fs::write(&done, "").expect("end the confined command");
+        let mut session = session;
+        let _ = session.0.wait();
+        assert!(
+            tmp_written,
+            "the user's client did not run the planted server's command: if this route is \
+             closed now, doc/security.md's row is out of date"
+        );
+        assert!(
+            planted_outside.is_empty() && !outside_written,
+            "a server was planted in a tmux directory outside the granted roots: {planted_outside:?}"
+        );
+        h.assert_sentinels_intact();
+    }
+
     /// A terminal of the user's other than the command's own (another
     /// window's shell) sits in `/dev/pts`, which is granted so that a
     /// command can make terminals of its own (tmux, `script`, `ssh -t`).
