@@ -290,7 +290,8 @@ impl Prepared {
     /// [`Prepared::environment`] (see [`Prepared::set_environment`]).
     ///
     /// The command and everything it starts reach unix sockets only
-    /// through the connect supervisor, a thread of this process:
+    /// through the connect supervisor, a thread of this process, and a unix
+    /// server it starts answers only them and this process:
     /// [`Prepared::refused_connects`] says what it refused.
     ///
     /// A hook makes std `fork` instead of `posix_spawn`, and `fork` copies

@@ -1,7 +1,7 @@
 //! The seccomp program that hands `connect`, `bind`, `sendto` with an
-//! address, and every `sendmsg` and `sendmmsg` to the supervisor
-//! (`SECCOMP_RET_USER_NOTIF`), and closes the ways around it that registers
-//! alone can show.
+//! address, every `sendmsg` and `sendmmsg`, and `accept` and `accept4` to
+//! the supervisor (`SECCOMP_RET_USER_NOTIF`), and closes the ways around
+//! it that registers alone can show.
 //!
 //! Built once in the parent, in safe code; the child only installs it.
 //! Like the terminal filter it decodes every system-call convention a
@@ -24,7 +24,7 @@ const WITHOUT_KILLABLE_RECV_VAR: &str = "STRUMENT_SANDBOX_TEST_WITHOUT_KILLABLE_
 /// What the program does with one system call.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Action {
-    /// Sent to the supervisor: `connect`, `bind`.
+    /// Sent to the supervisor: `connect`, `bind`, `accept`, `accept4`.
     Notify,
     /// `sendto`: sent to the supervisor when its address (argument 4) is
     /// not NULL; otherwise it passes, unless its flags (argument 3) ask for
@@ -57,10 +57,15 @@ pub(crate) enum Call {
     SendMsg,
     /// `sendmmsg(fd, msgvec, vlen, flags)`.
     SendMmsg,
+    /// `accept(fd, addr, addrlen)`.
+    Accept,
+    /// `accept4(fd, addr, addrlen, flags)`.
+    Accept4,
 }
 
 /// The numbers of the calls that matter, per convention: connect, bind,
-/// sendto, sendmsg, sendmmsg, io_uring_setup, and socketcall where it exists.
+/// sendto, sendmsg, sendmmsg, accept where it exists, accept4,
+/// io_uring_setup, and socketcall where it exists.
 struct Numbers {
     arch: u32,
     connect: u32,
@@ -68,6 +73,8 @@ struct Numbers {
     sendto: u32,
     sendmsg: u32,
     sendmmsg: u32,
+    accept: Option<u32>,
+    accept4: u32,
     io_uring_setup: u32,
     socketcall: Option<u32>,
 }
@@ -81,6 +88,8 @@ const fn generic(arch: u32) -> Numbers {
         sendto: 206,
         sendmsg: 211,
         sendmmsg: 269,
+        accept: Some(202),
+        accept4: 242,
         io_uring_setup: 425,
         socketcall: None,
     }
@@ -96,6 +105,8 @@ fn conventions() -> Option<Vec<Numbers>> {
                 sendto: 44,
                 sendmsg: 46,
                 sendmmsg: 307,
+                accept: Some(43),
+                accept4: 288,
                 io_uring_setup: 425,
                 socketcall: None,
             },
@@ -108,6 +119,8 @@ fn conventions() -> Option<Vec<Numbers>> {
                 sendto: X32 | 44,
                 sendmsg: X32 | 518,
                 sendmmsg: X32 | 538,
+                accept: Some(X32 | 43),
+                accept4: X32 | 288,
                 io_uring_setup: X32 | 425,
                 socketcall: None,
             },
@@ -118,6 +131,9 @@ fn conventions() -> Option<Vec<Numbers>> {
                 sendto: 369,
                 sendmsg: 370,
                 sendmmsg: 345,
+                // i386 has accept only through socketcall.
+                accept: None,
+                accept4: 364,
                 io_uring_setup: 425,
                 socketcall: Some(102),
             },
@@ -132,6 +148,8 @@ fn conventions() -> Option<Vec<Numbers>> {
                 sendto: 290,
                 sendmsg: 296,
                 sendmmsg: 374,
+                accept: Some(285),
+                accept4: 366,
                 io_uring_setup: 425,
                 socketcall: None,
             },
@@ -160,6 +178,10 @@ pub(crate) fn call(arch: u32, nr: i32) -> Option<Call> {
                 Some(Call::SendMsg)
             } else if nr == n.sendmmsg {
                 Some(Call::SendMmsg)
+            } else if Some(nr) == n.accept {
+                Some(Call::Accept)
+            } else if nr == n.accept4 {
+                Some(Call::Accept4)
             } else {
                 None
             }
@@ -185,8 +207,12 @@ fn actions(n: &Numbers) -> Vec<(u32, Action)> {
         (n.sendto, Action::SendTo),
         (n.sendmsg, Action::SendMsg(2)),
         (n.sendmmsg, Action::SendMsg(3)),
+        (n.accept4, Action::Notify),
         (n.io_uring_setup, Action::Refuse),
     ];
+    if let Some(accept) = n.accept {
+        out.push((accept, Action::Notify));
+    }
     if let Some(socketcall) = n.socketcall {
         out.push((socketcall, Action::NoSuchCall));
     }

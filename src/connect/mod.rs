@@ -78,6 +78,16 @@ pub enum ConnectTarget {
         /// TCP or UDP.
         transport: Transport,
     },
+    /// The other way: a process outside the sandbox connecting to a unix
+    /// socket a confined server listens on, refused when the server
+    /// accepted it. A client outside may do what a server inside tells it
+    /// (tmux's client runs the commands its server sends).
+    Inbound {
+        /// The server's socket: a path, or `@` and an abstract name.
+        socket: String,
+        /// The pid of the process that connected, as the kernel noted it.
+        peer: u32,
+    },
 }
 
 impl fmt::Display for ConnectTarget {
@@ -88,6 +98,7 @@ impl fmt::Display for ConnectTarget {
             ConnectTarget::Port { address, transport } => {
                 write!(f, "{} {address}", transport.name())
             }
+            ConnectTarget::Inbound { socket, peer } => write!(f, "{socket} from pid {peer}"),
         }
     }
 }
@@ -139,6 +150,9 @@ impl RefusedConnect {
                 crate::services::service_at(Path::new(std::ffi::OsStr::from_bytes(name)))
             }
             ConnectTarget::Port { .. } => None,
+            ConnectTarget::Inbound { socket, .. } => {
+                crate::services::service_at(Path::new(socket.trim_start_matches('@')))
+            }
         };
         RefusedConnect {
             command: command as u32,
@@ -165,14 +179,40 @@ impl RefusedConnect {
     pub fn allow_with(&self) -> Option<String> {
         match &self.target {
             ConnectTarget::Path(p) => Some(format!("--allow-socket {}", p.display())),
-            ConnectTarget::Abstract(_) => None,
+            ConnectTarget::Abstract(_) | ConnectTarget::Inbound { .. } => None,
             ConnectTarget::Port { address, .. } => Some(local_net::allow_option(*address)),
         }
+    }
+
+    pub(crate) fn inbound(command: i32, socket: String, peer: i32) -> RefusedConnect {
+        RefusedConnect::new(
+            command,
+            ConnectTarget::Inbound {
+                socket,
+                peer: peer as u32,
+            },
+        )
     }
 }
 
 impl fmt::Display for RefusedConnect {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if let ConnectTarget::Inbound { socket, peer } = &self.target {
+            let server = self.service.map_or("a server", |kind| kind.name());
+            write!(
+                f,
+                "refused pid {peer}, outside the sandbox, a connection to {server} a confined \
+                 command started at {socket}"
+            )?;
+            if self.attempts > 1 {
+                write!(f, ", {} times", self.attempts)?;
+            }
+            return write!(
+                f,
+                "; only processes of the sandbox reach its servers (a client outside may do \
+                 what the server tells it)"
+            );
+        }
         write!(f, "refused a connection to ")?;
         match self.service {
             Some(kind) => write!(
@@ -209,6 +249,9 @@ pub(crate) struct Shared {
     rules: Rules,
     bound: Mutex<Bound>,
     refused: Mutex<Vec<RefusedConnect>>,
+    /// The thread that waits for the accepts of blocking sockets, started
+    /// with the first (see `serve::Waiter`), or the errno that stopped it.
+    waiter: OnceLock<Result<Arc<serve::Waiter>, i32>>,
 }
 
 impl Shared {
@@ -654,6 +697,7 @@ impl Supervisor {
                 rules,
                 bound: Mutex::new(Bound::default()),
                 refused: Mutex::new(Vec::new()),
+                waiter: OnceLock::new(),
             }),
             watch: OnceLock::new(),
             started: OnceLock::new(),
@@ -924,6 +968,7 @@ mod tests {
             rules: Rules::default(),
             bound: Mutex::new(Bound::default()),
             refused: Mutex::new(Vec::new()),
+            waiter: OnceLock::new(),
         };
         let pending = || shared.bound.lock().expect("lock").pending.len();
         let dir = tempfile::tempdir().expect("tempdir");

@@ -10,7 +10,7 @@ use std::ffi::OsStr;
 use std::fs::{File, OpenOptions};
 use std::io;
 use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr, SocketAddrV4, SocketAddrV6};
-use std::os::fd::{AsFd, AsRawFd, OwnedFd};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::{FileTypeExt, MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
@@ -196,6 +196,357 @@ impl Served {
     }
 }
 
+impl Served {
+    /// Hands `fd` to the thread waiting in `notif` (or in a restart of it
+    /// that came meanwhile) as the call's result; `false` when none waits
+    /// any more, and nothing was handed.
+    fn deliver_fd(&self, notif: &sys::Notification, fd: BorrowedFd<'_>, cloexec: bool) -> bool {
+        let tid = notif.pid as i32;
+        let same = |e: &Performed| e.nr == notif.data.nr && e.args == notif.data.args;
+        let Ok(mut performed) = self.performed.lock() else {
+            return sys::add_fd_and_answer(&self.fd, notif.id, fd, cloexec).is_ok();
+        };
+        let mut ids = vec![notif.id];
+        if let Some(Stage::Running(restarts)) =
+            performed.get(&tid).filter(|e| same(e)).map(|e| &e.state)
+        {
+            ids.extend(restarts.iter().rev());
+        }
+        let handed = ids
+            .iter()
+            .any(|id| sys::add_fd_and_answer(&self.fd, *id, fd, cloexec).is_ok());
+        if performed.get(&tid).is_some_and(same) {
+            performed.remove(&tid);
+        }
+        handed
+    }
+}
+
+/// A confined server's `accept` or `accept4`, performed here on its
+/// listening socket, so that a connection from a process outside the
+/// sandbox never reaches it: a client outside may do what a server inside
+/// tells it (tmux's client runs the commands its server sends). Every
+/// `connect` of the sandbox's own processes is performed by this process
+/// ([`sys::peer_pid`] then names it); a unix connection from any other pid
+/// is closed here, recorded, and the server goes on waiting (`EAGAIN` for
+/// a non-blocking socket). TCP and UDP connections are not looked at:
+/// browsers and tools outside reach a development server as before.
+fn accept(
+    served: &Arc<Served>,
+    notif: &sys::Notification,
+    call: Call,
+    command: i32,
+    shared: &Arc<Shared>,
+) {
+    let tid = notif.pid as i32;
+    let args = notif.data.args;
+    let fetched = served.fetch(tid, args[0] as i32);
+    let (_, socket) = match fetched {
+        Ok(fetched) => fetched,
+        Err(e) => {
+            let _ = sys::answer(&served.fd, notif.id, 0, errno_of(&e));
+            return;
+        }
+    };
+    let flags = if call == Call::Accept4 {
+        args[3] as i32
+    } else {
+        0
+    };
+    if flags & !(libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC) != 0 {
+        let _ = sys::answer(&served.fd, notif.id, 0, libc::EINVAL);
+        return;
+    }
+    let accepting = Accepting {
+        tid,
+        socket,
+        flags,
+        addr: args[1],
+        addrlen: args[2],
+        command,
+    };
+    match accepting.take(shared) {
+        Taken::Connection(conn) => accepting.deliver(served, notif, &conn),
+        Taken::Failed(errno) => {
+            let _ = sys::answer(&served.fd, notif.id, 0, errno);
+        }
+        Taken::WouldWait => {
+            // A blocking socket with nothing waiting: watched by the
+            // waiter, so the listener keeps serving the others (the
+            // client's own connect among them).
+            served.running(notif);
+            let pending = Box::new(Pending {
+                accepting,
+                served: Arc::clone(served),
+                notif: *notif,
+                shared: Arc::clone(shared),
+            });
+            if let Err(pending) = Waiter::watch(shared, pending) {
+                pending
+                    .served
+                    .answer_performed(&pending.notif, Err(libc::EAGAIN));
+            }
+        }
+    }
+}
+
+/// An accept waiting for a connection, watched by the [`Waiter`].
+struct Pending {
+    accepting: Accepting,
+    served: Arc<Served>,
+    notif: sys::Notification,
+    shared: Arc<Shared>,
+}
+
+/// The accepts of blocking sockets with no connection yet, watched by one
+/// thread of the supervisor's (an epoll set of their sockets): a waiting
+/// accept costs no thread of its own. Every quarter of a second it also
+/// lets go of those whose thread no longer waits, and ends with `EINTR`
+/// those with a handled signal pending.
+pub(crate) struct Waiter {
+    epoll: OwnedFd,
+    next: std::sync::atomic::AtomicU64,
+    pending: Mutex<HashMap<u64, Box<Pending>>>,
+}
+
+impl Waiter {
+    /// Hands `pending` to the waiter of `shared`, started the first time;
+    /// `Err(pending)` when it cannot be.
+    fn watch(shared: &Shared, pending: Box<Pending>) -> Result<(), Box<Pending>> {
+        let waiter = shared.waiter.get_or_init(|| {
+            let waiter = Arc::new(Waiter {
+                epoll: sys::epoll_new().map_err(|e| errno_of(&e))?,
+                next: std::sync::atomic::AtomicU64::new(0),
+                pending: Mutex::new(HashMap::new()),
+            });
+            let own = Arc::clone(&waiter);
+            sys::spawn_unsignalled("strument-connect-accept".into(), move || Waiter::run(&own))
+                .map_err(|e| errno_of(&e))?;
+            Ok(waiter)
+        });
+        let Ok(waiter) = waiter else {
+            return Err(pending);
+        };
+        waiter.add(pending)
+    }
+
+    fn add(&self, pending: Box<Pending>) -> Result<(), Box<Pending>> {
+        let token = self.next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let fd = pending.accepting.socket.as_raw_fd();
+        let Ok(mut map) = self.pending.lock() else {
+            return Err(pending);
+        };
+        map.insert(token, pending);
+        if sys::epoll_add(&self.epoll, fd, token, true).is_err() {
+            return map.remove(&token).map_or(Ok(()), Err);
+        }
+        Ok(())
+    }
+
+    fn remove(&self, token: u64) -> Option<Box<Pending>> {
+        let pending = self.pending.lock().ok()?.remove(&token)?;
+        let _ = sys::epoll_del(&self.epoll, pending.accepting.socket.as_raw_fd());
+        Some(pending)
+    }
+
+    /// Ends once its supervisor is gone and nothing waits.
+    fn run(this: &Arc<Waiter>) {
+        let mut swept = std::time::Instant::now();
+        loop {
+            let idle = this.pending.lock().map_or(true, |map| map.is_empty());
+            if idle && Arc::strong_count(this) == 1 {
+                return;
+            }
+            let Ok(ready) = sys::epoll_wait_for(&this.epoll, Some(250)) else {
+                return;
+            };
+            for (token, _) in ready {
+                let Some(pending) = this.remove(token) else {
+                    continue;
+                };
+                let Pending {
+                    accepting,
+                    served,
+                    notif,
+                    shared,
+                } = *pending;
+                match accepting.take(&shared) {
+                    Taken::Connection(conn) => accepting.deliver(&served, &notif, &conn),
+                    Taken::Failed(errno) => served.answer_performed(&notif, Err(errno)),
+                    // Another took it first: wait for the next.
+                    Taken::WouldWait => {
+                        let again = Box::new(Pending {
+                            accepting,
+                            served,
+                            notif,
+                            shared,
+                        });
+                        if let Err(p) = this.add(again) {
+                            p.served.answer_performed(&p.notif, Err(libc::EAGAIN));
+                        }
+                    }
+                }
+            }
+            if swept.elapsed() >= std::time::Duration::from_millis(250) {
+                swept = std::time::Instant::now();
+                this.sweep();
+            }
+        }
+    }
+
+    /// Lets go of the accepts whose thread no longer waits, and ends with
+    /// `EINTR` those whose thread has a handled signal pending: the
+    /// kernel's own accept would return to run the handler (Ctrl-C in a
+    /// Python server), while the thread's wait for this answer ends only
+    /// for a fatal signal.
+    fn sweep(&self) {
+        let tokens: Vec<u64> = match self.pending.lock() {
+            Ok(map) => map
+                .iter()
+                .filter(|(_, p)| {
+                    !sys::still_waiting(&p.served.fd, p.notif.id)
+                        || handled_signal_pending(p.accepting.tid)
+                })
+                .map(|(token, _)| *token)
+                .collect(),
+            Err(_) => return,
+        };
+        for token in tokens {
+            if let Some(p) = self.remove(token) {
+                p.served.answer_performed(&p.notif, Err(libc::EINTR));
+            }
+        }
+    }
+}
+
+/// One `accept` being performed: the thread, its listening socket, its
+/// `accept4` flags and where it wants the peer's address.
+struct Accepting {
+    tid: i32,
+    socket: OwnedFd,
+    flags: i32,
+    addr: u64,
+    addrlen: u64,
+    command: i32,
+}
+
+/// What one try at taking a connection came to.
+enum Taken {
+    Connection(OwnedFd),
+    Failed(i32),
+    /// The socket is blocking and no connection waits on it: the
+    /// [`Waiter`] watches it.
+    WouldWait,
+}
+
+/// Serializes the accepts taken here on blocking sockets, each made
+/// non-blocking for its `accept4` alone (see [`Accepting::take`]).
+static NONBLOCKING_ACCEPT: Mutex<()> = Mutex::new(());
+
+impl Accepting {
+    /// Takes the first connection from inside, refusing those from
+    /// outside before it; never waits (`WouldWait` for a blocking socket
+    /// with none left).
+    fn take(&self, shared: &Shared) -> Taken {
+        let fd = self.socket.as_fd();
+        let blocking = !sys::is_nonblocking(fd).unwrap_or(true);
+        let own_flags = libc::SOCK_CLOEXEC | (self.flags & libc::SOCK_NONBLOCK);
+        loop {
+            // Never waiting here: a blocking socket is made non-blocking
+            // for this one call. Its threads' accepts all wait here, not in
+            // the kernel, so none of them sees it; the lock keeps two of
+            // these from undoing each other.
+            let taken = if blocking {
+                let _one = NONBLOCKING_ACCEPT.lock();
+                let _ = sys::set_nonblocking(fd, true);
+                let taken = sys::accept4(fd, own_flags);
+                let _ = sys::set_nonblocking(fd, false);
+                taken
+            } else {
+                sys::accept4(fd, own_flags)
+            };
+            match taken {
+                Ok(conn) if from_inside(&conn) => return Taken::Connection(conn),
+                Ok(conn) => {
+                    let peer = sys::peer_pid(conn.as_fd()).unwrap_or(0);
+                    let name = sys::local_address(fd)
+                        .ok()
+                        .and_then(|a| parse_unix(&a))
+                        .map_or_else(String::new, |u| match u {
+                            Unix::Path(p) => p.display().to_string(),
+                            Unix::Abstract(n) => format!("@{}", String::from_utf8_lossy(&n)),
+                            Unix::Unnamed => String::new(),
+                        });
+                    shared.record(RefusedConnect::inbound(self.command, name, peer));
+                    drop(conn);
+                    if !blocking {
+                        return Taken::Failed(libc::EAGAIN);
+                    }
+                }
+                Err(e) if blocking && e.raw_os_error() == Some(libc::EAGAIN) => {
+                    return Taken::WouldWait;
+                }
+                Err(e) => return Taken::Failed(errno_of(&e)),
+            }
+        }
+    }
+
+    /// Writes the peer's address where the thread asked for it, as the
+    /// kernel's `accept` does, and hands it the connection.
+    fn deliver(&self, served: &Served, notif: &sys::Notification, conn: &OwnedFd) {
+        let tid = notif.pid as i32;
+        if self.addr != 0 {
+            let mut given = [0u8; 4];
+            if read_exactly(tid, self.addrlen, &mut given).is_err() {
+                served.answer_performed(notif, Err(libc::EFAULT));
+                return;
+            }
+            let given = u32::from_ne_bytes(given) as usize;
+            let peer = sys::peer_address(conn.as_fd()).unwrap_or_default();
+            let written = sys::write_memory(tid, self.addr, &peer[..peer.len().min(given)])
+                .and_then(|_| {
+                    sys::write_memory(tid, self.addrlen, &(peer.len() as u32).to_ne_bytes())
+                });
+            if written.is_err() {
+                served.answer_performed(notif, Err(libc::EFAULT));
+                return;
+            }
+        }
+        let cloexec = self.flags & libc::SOCK_CLOEXEC != 0;
+        // Gone meanwhile: the connection closes with this copy.
+        let _ = served.deliver_fd(notif, conn.as_fd(), cloexec);
+    }
+}
+
+/// Whether thread `tid` has a signal pending that it does not block and
+/// has a handler for (`/proc/TID/status`): one its process was sent, or it.
+fn handled_signal_pending(tid: i32) -> bool {
+    let Ok(status) = std::fs::read_to_string(format!("/proc/{tid}/status")) else {
+        return false;
+    };
+    let mask = |field: &str| {
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix(field))
+            .and_then(|v| u64::from_str_radix(v.trim(), 16).ok())
+            .unwrap_or(0)
+    };
+    let pending = mask("SigPnd:") | mask("ShdPnd:");
+    pending & !mask("SigBlk:") & mask("SigCgt:") != 0
+}
+
+/// Whether a connection taken from a confined server's socket comes from
+/// the sandbox: any but a unix one does (see [`accept`]); a unix one when
+/// this process made it, for a confined client (or is the caller itself).
+fn from_inside(conn: &OwnedFd) -> bool {
+    match sys::socket_domain(conn.as_fd()) {
+        Ok(libc::AF_UNIX) => {
+            sys::peer_pid(conn.as_fd()).is_ok_and(|pid| pid == std::process::id() as i32)
+        }
+        _ => true,
+    }
+}
+
 fn answer(listener: &OwnedFd, id: u64, outcome: Outcome) -> io::Result<()> {
     match outcome {
         Ok(val) => sys::answer(listener, id, val, 0),
@@ -286,6 +637,10 @@ fn handle(served: &Arc<Served>, notif: &sys::Notification, command: i32, shared:
     // `sys::send_listener`.)
     if is_wait_for_listener(notif) {
         let _ = sys::answer(&served.fd, id, 0, libc::EBADF);
+        return;
+    }
+    if matches!(call, Call::Accept | Call::Accept4) {
+        accept(served, notif, call, command, shared);
         return;
     }
     match prepare(served, notif, call, command, shared) {
@@ -465,7 +820,7 @@ fn read_sends(notif: &sys::Notification, call: Call) -> Result<(Vec<Read>, i32),
             ))?;
             Ok((reads, args[3] as i32))
         }
-        Call::Connect | Call::Bind => Err(libc::ENOSYS),
+        Call::Connect | Call::Bind | Call::Accept | Call::Accept4 => Err(libc::ENOSYS),
     }
 }
 
@@ -561,6 +916,7 @@ fn prepare(
         }
         Call::Bind | Call::Connect => (Vec::new(), 0),
         Call::SendTo | Call::SendMsg | Call::SendMmsg => read_sends(notif, call)?,
+        Call::Accept | Call::Accept4 => return Err(libc::ENOSYS),
     };
     let address = match call {
         Call::Bind | Call::Connect => Some(read_address(tid, args[1], args[2])?),
@@ -911,6 +1267,7 @@ impl Work {
             // A port's bind (a unix socket's is the kernel's: continue_bind).
             (Call::Bind, Some(address)) => sys::bind(fd, address).map(|()| 0),
             (Call::Connect | Call::Bind, None) => return Some(Err(libc::EINVAL)),
+            (Call::Accept | Call::Accept4, _) => return Some(Err(libc::ENOSYS)),
             (Call::SendTo | Call::SendMsg | Call::SendMmsg, _) => {
                 return self.send(first_try, shared);
             }

@@ -764,11 +764,28 @@ pub(crate) fn unix_socket(ino: u32, cookie: Option<[u32; 2]>) -> io::Result<Unix
 
 /// `getsockname(fd)`, as bytes.
 pub(crate) fn local_address(fd: BorrowedFd<'_>) -> io::Result<Vec<u8>> {
+    address_by(fd, libc::getsockname)
+}
+
+/// The peer's address of a connected socket, as `getpeername` gives it.
+pub(crate) fn peer_address(fd: BorrowedFd<'_>) -> io::Result<Vec<u8>> {
+    address_by(fd, libc::getpeername)
+}
+
+/// `getsockname` or `getpeername` of `fd`, as bytes.
+fn address_by(
+    fd: BorrowedFd<'_>,
+    call: unsafe extern "C" fn(
+        libc::c_int,
+        *mut libc::sockaddr,
+        *mut libc::socklen_t,
+    ) -> libc::c_int,
+) -> io::Result<Vec<u8>> {
     // SAFETY: plain data, valid when zeroed.
     let mut storage: libc::sockaddr_storage = unsafe { std::mem::zeroed() };
     let mut len = size_of::<libc::sockaddr_storage>() as libc::socklen_t;
     // SAFETY: `storage` has room for `len` bytes; the kernel updates `len`.
-    let ret = unsafe { libc::getsockname(fd.as_raw_fd(), (&raw mut storage).cast(), &raw mut len) };
+    let ret = unsafe { call(fd.as_raw_fd(), (&raw mut storage).cast(), &raw mut len) };
     if ret < 0 {
         return Err(io::Error::last_os_error());
     }
@@ -831,4 +848,123 @@ pub(crate) fn socket_domain(fd: BorrowedFd<'_>) -> io::Result<i32> {
 pub(crate) fn tgkill(tgid: i32, tid: i32, signal: i32) -> io::Result<()> {
     // SAFETY: integers only.
     cvt(unsafe { libc::syscall(libc::SYS_tgkill, tgid, tid, signal) }).map(drop)
+}
+
+/// `accept4(fd, NULL, NULL, flags)`: a connection waiting on a listening
+/// socket fetched from a confined thread, taken here.
+pub(crate) fn accept4(fd: BorrowedFd<'_>, flags: i32) -> io::Result<OwnedFd> {
+    // SAFETY: NULL address and length: the kernel writes no peer address.
+    let ret = unsafe {
+        libc::accept4(
+            fd.as_raw_fd(),
+            std::ptr::null_mut(),
+            std::ptr::null_mut(),
+            flags,
+        )
+    };
+    // SAFETY: on success a new descriptor owned by nobody else.
+    cvt(ret.into()).map(|fd| unsafe { OwnedFd::from_raw_fd(fd as RawFd) })
+}
+
+/// The process `SO_PEERCRED` names: whoever called `connect` on the other
+/// end of a unix stream connection, as the kernel noted it then.
+pub(crate) fn peer_pid(fd: BorrowedFd<'_>) -> io::Result<i32> {
+    // SAFETY: ucred is plain data, valid when zeroed.
+    let mut cred: libc::ucred = unsafe { std::mem::zeroed() };
+    let mut len = size_of::<libc::ucred>() as libc::socklen_t;
+    // SAFETY: `cred` has room for a ucred; the kernel updates `len`.
+    let ret = unsafe {
+        libc::getsockopt(
+            fd.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_PEERCRED,
+            (&raw mut cred).cast(),
+            &raw mut len,
+        )
+    };
+    cvt(ret.into()).map(|_| cred.pid)
+}
+
+/// `struct seccomp_notif_addfd` of `<linux/seccomp.h>` (Linux 5.9).
+#[repr(C)]
+struct AddFd {
+    id: u64,
+    flags: u32,
+    srcfd: u32,
+    newfd: u32,
+    newfd_flags: u32,
+}
+
+/// `SECCOMP_IOCTL_NOTIF_ADDFD`: `_IOW('!', 3, struct seccomp_notif_addfd)`.
+const IOCTL_NOTIF_ADDFD: libc::c_ulong = 0x4018_2103;
+/// `SECCOMP_ADDFD_FLAG_SEND` (Linux 5.14): the descriptor is installed and
+/// the call answered with its number, in one step.
+const ADDFD_FLAG_SEND: u32 = 2;
+
+/// Installs `fd` in the table of the thread waiting in notification `id`
+/// and answers the call with its number there (`SECCOMP_ADDFD_FLAG_SEND`;
+/// on a kernel before 5.14, installed, then answered). `ENOENT`: the thread
+/// no longer waits in that call, and nothing was installed.
+pub(crate) fn add_fd_and_answer(
+    listener: &OwnedFd,
+    id: u64,
+    fd: BorrowedFd<'_>,
+    cloexec: bool,
+) -> io::Result<i32> {
+    let add = |flags: u32| {
+        let request = AddFd {
+            id,
+            flags,
+            srcfd: fd.as_raw_fd() as u32,
+            newfd: 0,
+            newfd_flags: if cloexec { libc::O_CLOEXEC as u32 } else { 0 },
+        };
+        // SAFETY: `request` is a valid seccomp_notif_addfd the kernel only reads.
+        let ret = unsafe {
+            libc::ioctl(
+                listener.as_raw_fd(),
+                IOCTL_NOTIF_ADDFD as _,
+                &raw const request,
+            )
+        };
+        cvt(ret.into()).map(|n| n as i32)
+    };
+    match add(ADDFD_FLAG_SEND) {
+        Err(e) if e.raw_os_error() == Some(libc::EINVAL) => {
+            let installed = add(0)?;
+            answer(listener, id, i64::from(installed), 0)?;
+            Ok(installed)
+        }
+        other => other,
+    }
+}
+
+/// Removes `fd` from `epoll`.
+pub(crate) fn epoll_del(epoll: &OwnedFd, fd: RawFd) -> io::Result<()> {
+    // SAFETY: EPOLL_CTL_DEL reads no event.
+    let ret = unsafe {
+        libc::epoll_ctl(
+            epoll.as_raw_fd(),
+            libc::EPOLL_CTL_DEL,
+            fd,
+            std::ptr::null_mut(),
+        )
+    };
+    cvt(ret.into()).map(drop)
+}
+
+/// Sets or clears `O_NONBLOCK` on the open file description of `fd`.
+pub(crate) fn set_nonblocking(fd: BorrowedFd<'_>, on: bool) -> io::Result<()> {
+    // SAFETY: F_GETFL takes no pointer.
+    let flags = unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_GETFL) };
+    if flags < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    let flags = if on {
+        flags | libc::O_NONBLOCK
+    } else {
+        flags & !libc::O_NONBLOCK
+    };
+    // SAFETY: F_SETFL takes an integer.
+    cvt(unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_SETFL, flags) }.into()).map(drop)
 }

@@ -182,60 +182,46 @@ mod needs_landlock {
         });
     }
 
-    /// The reverse of the route the supervisor closes: a tmux server the
-    /// command starts where the user's tmux looks for its server (by
-    /// default `/tmp/tmux-UID`, inside a granted root; the command only
-    /// has to set `TMUX_TMPDIR` back) serves the user's next unconfined
-    /// `tmux attach`, and a hook of the server's makes that client exec a
-    /// command of the server's choosing, unconfined (`detach-client -E`;
-    /// `lock-command` and a `MSG_SHELL` reply do the same). Open, and named
-    /// in doc/security.md. Beside it, the defence it names: a user whose
-    /// tmux directory lies outside the granted roots (`TMUX_TMPDIR` set to
-    /// `$XDG_RUNTIME_DIR`) cannot have a server planted there.
+    /// The reverse of the route above: a tmux server the command starts
+    /// where the user's tmux looks for its server (by default
+    /// `/tmp/tmux-UID`, inside a granted root; the command only has to set
+    /// `TMUX_TMPDIR` back), with a hook that makes every client that
+    /// attaches exec a command of the server's choosing (`detach-client
+    /// -E`). The user's next unconfined `tmux attach` would run it,
+    /// unconfined; the supervisor performs the server's `accept` and
+    /// closes a connection from outside, so the client runs nothing, and
+    /// `run` names it. The granted half: a confined client reaches the
+    /// same server.
     #[test]
-    fn a_tmux_server_planted_where_the_users_tmux_looks_runs_commands_for_the_users_client() {
+    fn a_tmux_server_planted_where_the_users_tmux_looks_cannot_make_the_users_client_run_anything()
+    {
         require_tool("tmux", "tmux");
         let h = FakeHome::new();
         let label = format!("strument-planted-{}", std::process::id());
-        // The user's tmux directory as tmux's default is, in temporary
-        // space; and one outside every granted root.
-        let in_tmp = tempfile::Builder::new()
+        // The user's tmux directory as tmux's default is: temporary space.
+        let dir = tempfile::Builder::new()
             .prefix("strument-tmux-user-")
             .tempdir_in("/tmp")
             .expect("a directory in /tmp");
-        let outside = h.home.join("run-user-tmux");
-        fs::create_dir_all(&outside).expect("mkdir");
-        let escaped = |dir: &Path| {
-            let name = if dir.starts_with("/tmp") {
-                "tmp"
-            } else {
-                "outside"
-            };
-            h.home
-                .join(format!("written-by-the-users-tmux-client-{name}"))
-        };
-        let ready = h.project.join("planted");
-        let mut plant = String::new();
-        for dir in [in_tmp.path(), outside.as_path()] {
-            plant.push_str(&format!(
-                "TMUX_TMPDIR={d} tmux -L {label} -f /dev/null new-session -d 'sleep 120' && \
-                 TMUX_TMPDIR={d} tmux -L {label} set-hook -g client-attached \
-                 'detach-client -E \"touch {m}\"'; ",
-                d = quoted(dir),
-                m = escaped(dir).display(),
-            ));
-        }
-        let done = h.project.join("attached");
-        plant.push_str(&format!(
-            "touch {}; i=0; while [ ! -e {d} ] && [ $i -lt 600 ]; do sleep 0.1; i=$((i+1)); done",
-            quoted(&ready),
-            d = quoted(&done),
-        ));
-        // The session lives on while the user attaches: the supervisor that
-        // performs the planted server's sends ends with it.
+        let escaped = h.home.join("written-by-the-users-tmux-client");
+        let (ready, done) = (h.project.join("planted"), h.project.join("attached"));
+        let listed = h.project.join("listed");
+        let plant = format!(
+            "export TMUX_TMPDIR={d}; tmux -L {label} -f /dev/null new-session -d -s planted \
+             'sleep 120' && tmux -L {label} set-hook -g client-attached \
+             'detach-client -E \"touch {m}\"' && tmux -L {label} ls > {l}; touch {r}; i=0; \
+             while [ ! -e {a} ] && [ $i -lt 600 ]; do sleep 0.1; i=$((i+1)); done",
+            d = quoted(dir.path()),
+            m = escaped.display(),
+            l = quoted(&listed),
+            r = quoted(&ready),
+            a = quoted(&done),
+        );
+        // The session lives on while the user attaches.
         let session = Stopped(
             h.run_command(&h.project, &[], &["sh", "-c", &plant])
                 .stdout(Stdio::null())
+                .stderr(Stdio::piped())
                 .spawn()
                 .expect("start the confined command"),
         );
@@ -243,16 +229,6 @@ mod needs_landlock {
         while !ready.exists() && std::time::Instant::now() < deadline {
             std::thread::sleep(std::time::Duration::from_millis(50));
         }
-        assert!(
-            ready.exists(),
-            "the confined command never got to plant its server"
-        );
-        // Before the user's client makes its own directory there.
-        let planted_outside: Vec<_> = fs::read_dir(&outside)
-            .expect("read the directory outside")
-            .flatten()
-            .map(|e| e.path())
-            .collect();
         // The user's `tmux attach`, on a terminal, unconfined.
         let attach = "import os, pty, select, sys, time\n\
                       pid, fd = pty.fork()\n\
@@ -263,33 +239,41 @@ mod needs_landlock {
                       \x20       try:\n            os.read(fd, 4096)\n\
                       \x20       except OSError:\n            break\n\
                       os.waitpid(pid, 0)\n";
-        for dir in [in_tmp.path(), outside.as_path()] {
-            let mut cmd = Command::new(python());
-            cmd.args(["-c", attach, &label]);
-            h.env(&mut cmd);
-            cmd.env("TMUX_TMPDIR", dir).env("TERM", "xterm");
-            let _ = output(&mut cmd);
-        }
-        let tmp_written = escaped(in_tmp.path()).exists();
-        let outside_written = escaped(&outside).exists();
-        // Every server this test started goes before anything is asserted.
-        for dir in [in_tmp.path(), outside.as_path()] {
-            let _ = Command::new("tmux")
-                .env("TMUX_TMPDIR", dir)
-                .args(["-L", &label, "kill-server"])
-                .output();
-        }
+        let mut cmd = Command::new(python());
+        cmd.args(["-c", attach, &label]);
+        h.env(&mut cmd);
+        cmd.env("TMUX_TMPDIR", dir.path()).env("TERM", "xterm");
+        let _ = output(&mut cmd);
+        let written = escaped.exists();
+        // The server goes before anything is asserted: asked from inside
+        // the session, the only place it answers.
+        let _ = h
+            .run_command(&h.project, &[], &["tmux", "-L", &label, "kill-server"])
+            .env("TMUX_TMPDIR", dir.path())
+            .output();
         fs::write(&done, "").expect("end the confined command");
         let mut session = session;
+        let mut err = String::new();
+        if let Some(mut e) = session.0.stderr.take() {
+            use std::io::Read;
+            let _ = e.read_to_string(&mut err);
+        }
         let _ = session.0.wait();
+        let _ = Command::new("tmux")
+            .env("TMUX_TMPDIR", dir.path())
+            .args(["-L", &label, "kill-server"])
+            .output();
         assert!(
-            tmp_written,
-            "the user's client did not run the planted server's command: if this route is \
-             closed now, doc/security.md's row is out of date"
+            fs::read_to_string(&listed).is_ok_and(|l| l.starts_with("planted:")),
+            "a confined tmux client did not reach the confined server\n{err}"
         );
         assert!(
-            planted_outside.is_empty() && !outside_written,
-            "a server was planted in a tmux directory outside the granted roots: {planted_outside:?}"
+            !written,
+            "the user's unconfined tmux client ran the planted server's command\n{err}"
+        );
+        assert!(
+            err.contains("outside the sandbox, a connection to tmux a confined command started at"),
+            "run did not name the refused client\n{err}"
         );
         h.assert_sentinels_intact();
     }

@@ -113,6 +113,29 @@ impl SshAgent {
     }
 }
 
+/// Starts `python3 -c SCRIPT DIR` under `run` in `h`'s project, its output
+/// piped, and waits until it has written `DIR/ready`: the process, and what
+/// it wrote there.
+fn confined_python_until_ready(h: &FakeHome, script: &str, dir: &Path) -> (Stopped, String) {
+    let mut cmd = h.run_command(
+        &h.project,
+        &[],
+        &[&py(), "-c", script, dir.to_str().expect("UTF-8 path")],
+    );
+    let session = Stopped(
+        cmd.stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("start the confined server"),
+    );
+    let ready = dir.join("ready");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while !ready.exists() && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    (session, fs::read_to_string(&ready).unwrap_or_default())
+}
+
 mod needs_landlock {
     use super::*;
 
@@ -974,5 +997,155 @@ mod needs_landlock {
         );
         assert!(!target.exists(), "the service wrote for a confined command");
         assert!(!log.exists(), "the service accepted a confined connection");
+    }
+
+    /// The reverse direction: a server the command starts answers the
+    /// sandbox's own clients and, over TCP, clients outside (a browser on a
+    /// development server), but no unix client outside, which it could
+    /// tell what to run (tmux's client runs its server's commands). The
+    /// refused client is named after the command.
+    #[test]
+    fn a_server_inside_answers_the_sandbox_and_tcp_outside_but_no_unix_client_outside() {
+        let h = FakeHome::new();
+        let dir = tempfile::Builder::new()
+            .prefix("strument-inbound-")
+            .tempdir_in("/tmp")
+            .expect("a directory in /tmp");
+        let sock = dir.path().join("srv.sock");
+        let done = dir.path().join("done");
+        let server = "import os, socket, sys, threading, time\n\
+            d = sys.argv[1]\n\
+            u = socket.socket(socket.AF_UNIX)\n\
+            u.bind(os.path.join(d, 'srv.sock'))\n\
+            u.listen(8)\n\
+            t = socket.socket()\n\
+            t.bind(('127.0.0.1', 0))\n\
+            t.listen(8)\n\
+            def serve(s, label):\n\
+            \x20   while True:\n\
+            \x20       c, peer = s.accept()\n\
+            \x20       c.sendall(('%s %r' % (label, peer)).encode())\n\
+            \x20       c.close()\n\
+            for s, label in ((u, 'unix'), (t, 'tcp')):\n\
+            \x20   threading.Thread(target=serve, args=(s, label), daemon=True).start()\n\
+            c = socket.socket(socket.AF_UNIX)\n\
+            c.connect(os.path.join(d, 'srv.sock'))\n\
+            inside = c.recv(100).decode()\n\
+            open(os.path.join(d, 'ready.tmp'), 'w').write('%d\\n%s\\n' % (t.getsockname()[1], inside))\n\
+            os.rename(os.path.join(d, 'ready.tmp'), os.path.join(d, 'ready'))\n\
+            while not os.path.exists(os.path.join(d, 'done')):\n\
+            \x20   time.sleep(0.05)\n";
+        let (session, said) = confined_python_until_ready(&h, server, dir.path());
+        let mut lines = said.lines();
+        let port: u16 = lines.next().and_then(|p| p.parse().ok()).unwrap_or(0);
+        let inside = lines.next().unwrap_or_default().to_owned();
+        // Outside: the unix client gets nothing, the TCP client its answer.
+        let unix_outside = {
+            use std::io::Read;
+            let mut answer = String::new();
+            match std::os::unix::net::UnixStream::connect(&sock) {
+                Ok(mut c) => {
+                    let _ = c.set_read_timeout(Some(std::time::Duration::from_secs(5)));
+                    let _ = c.read_to_string(&mut answer);
+                    answer
+                }
+                Err(e) => format!("connect: {e}"),
+            }
+        };
+        let tcp_outside = {
+            use std::io::Read;
+            let mut answer = String::new();
+            if let Ok(mut c) = std::net::TcpStream::connect(("127.0.0.1", port)) {
+                let _ = c.set_read_timeout(Some(std::time::Duration::from_secs(5)));
+                let _ = c.read_to_string(&mut answer);
+            }
+            answer
+        };
+        fs::write(&done, "").expect("end the server");
+        let mut session = session;
+        let mut err = String::new();
+        if let Some(mut e) = session.0.stderr.take() {
+            use std::io::Read;
+            let _ = e.read_to_string(&mut err);
+        }
+        let status = session.0.wait().expect("wait for run");
+        assert!(status.success(), "run failed: {status}\n{err}");
+        assert!(
+            inside.starts_with("unix"),
+            "the command's own client got no answer ({inside:?})\n{err}"
+        );
+        assert_eq!(
+            unix_outside, "",
+            "a unix client outside the sandbox was answered by a server inside\n{err}"
+        );
+        assert!(
+            tcp_outside.starts_with("tcp ('127.0.0.1', "),
+            "a TCP client outside got no answer from the development server inside \
+             ({tcp_outside:?})\n{err}"
+        );
+        let refused = format!(
+            "refused pid {}, outside the sandbox, a connection to a server a confined command \
+             started at {}",
+            std::process::id(),
+            sock.display()
+        );
+        assert!(err.contains(&refused), "no line {refused:?}\n{err}");
+    }
+
+    /// A server waiting in `accept`, which the supervisor performs, still
+    /// stops on Ctrl-C: a handled signal ends the wait (`EINTR`, which
+    /// Python answers by running its handler), as the kernel's own accept
+    /// would.
+    #[test]
+    fn a_server_waiting_in_accept_still_takes_ctrl_c() {
+        let h = FakeHome::new();
+        let dir = tempfile::Builder::new()
+            .prefix("strument-accept-signal-")
+            .tempdir_in("/tmp")
+            .expect("a directory in /tmp");
+        let server = "import os, socket, sys\n\
+            d = sys.argv[1]\n\
+            s = socket.socket(socket.AF_UNIX)\n\
+            s.bind(os.path.join(d, 'srv.sock'))\n\
+            s.listen(1)\n\
+            open(os.path.join(d, 'ready.tmp'), 'w').write(str(os.getpid()))\n\
+            os.rename(os.path.join(d, 'ready.tmp'), os.path.join(d, 'ready'))\n\
+            try:\n\
+            \x20   s.accept()\n\
+            \x20   print('accepted')\n\
+            except KeyboardInterrupt:\n\
+            \x20   print('interrupted')\n";
+        let (session, said) = confined_python_until_ready(&h, server, dir.path());
+        let pid: i32 = said.parse().expect("the server's pid");
+        // Well inside its wait in the supervisor.
+        std::thread::sleep(std::time::Duration::from_millis(300));
+        let sent = std::time::Instant::now();
+        // SAFETY: kill takes integers; `pid` is the confined server's.
+        assert_eq!(unsafe { libc::kill(pid, libc::SIGINT) }, 0);
+        let mut session = session;
+        let deadline = sent + std::time::Duration::from_secs(5);
+        while session.0.try_wait().ok().flatten().is_none() && std::time::Instant::now() < deadline
+        {
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        // Still waiting: killed, so the test ends (and fails below).
+        // SAFETY: kill takes integers; `pid` is the confined server's.
+        unsafe { libc::kill(pid, libc::SIGKILL) };
+        let mut said = String::new();
+        if let Some(mut out) = session.0.stdout.take() {
+            use std::io::Read;
+            let _ = out.read_to_string(&mut said);
+        }
+        let _ = session.0.wait();
+        assert_eq!(
+            said.trim(),
+            "interrupted",
+            "the server did not take SIGINT in accept"
+        );
+        assert!(
+            sent.elapsed() < std::time::Duration::from_secs(3),
+            "SIGINT took {:?} to end the wait",
+            sent.elapsed()
+        );
     }
 }

@@ -102,8 +102,9 @@ pub fn run(bench: &Bench, config: &Config) -> Section {
         "One `connect` and a one-byte echo to a server the workload runs itself, {count} \
          times a run, the median of {rounds} runs' medians: plain, and under \
          `Prepared::confine`, where the connect supervisor (a thread of the benchmark) \
-         reads the address, decides and performs the connect for the workload. The unix \
-         socket is bound in the project (the kernel performs the bind, Landlock deciding; \
+         reads the address, decides and performs the connect for the workload, and takes \
+         the connection from the server's `accept` and hands it over (both sides of each \
+         connection are mediated). The unix socket is bound in the project (the kernel performs the bind, Landlock deciding; \
          the supervisor asks the kernel what it bound, and the socket is then reachable as \
          bound inside); TCP goes to 127.0.0.1."
     ));
