@@ -302,7 +302,7 @@ struct Pending {
 /// thread of the supervisor's (an epoll set of their sockets): a waiting
 /// accept costs no thread of its own. Every quarter of a second it also
 /// lets go of those whose thread no longer waits, and ends with `EINTR`
-/// those with a handled signal pending.
+/// those with a signal pending.
 pub(crate) struct Waiter {
     epoll: OwnedFd,
     next: std::sync::atomic::AtomicU64,
@@ -395,17 +395,15 @@ impl Waiter {
     }
 
     /// Lets go of the accepts whose thread no longer waits, and ends with
-    /// `EINTR` those whose thread has a handled signal pending: the
-    /// kernel's own accept would return to run the handler (Ctrl-C in a
-    /// Python server), while the thread's wait for this answer ends only
-    /// for a fatal signal.
+    /// `EINTR` those whose thread has a signal pending ([`signal_pending`]):
+    /// the kernel's own accept would return for it (Ctrl-C in a Python
+    /// server, Ctrl-Z, a `SIGTERM`).
     fn sweep(&self) {
         let tokens: Vec<u64> = match self.pending.lock() {
             Ok(map) => map
                 .iter()
                 .filter(|(_, p)| {
-                    !sys::still_waiting(&p.served.fd, p.notif.id)
-                        || handled_signal_pending(p.accepting.tid)
+                    !sys::still_waiting(&p.served.fd, p.notif.id) || signal_pending(p.accepting.tid)
                 })
                 .map(|(token, _)| *token)
                 .collect(),
@@ -518,9 +516,13 @@ impl Accepting {
     }
 }
 
-/// Whether thread `tid` has a signal pending that it does not block and
-/// has a handler for (`/proc/TID/status`): one its process was sent, or it.
-fn handled_signal_pending(tid: i32) -> bool {
+/// Whether thread `tid` has a signal pending that it neither blocks nor
+/// ignores (`/proc/TID/status`): one sent to it or to its process. Its
+/// wait for the supervisor's answer ends only for `SIGKILL` (a fatal
+/// signal is made one only when no signal is pending already), so a
+/// handler would not run, a stop would not stop it and, once a handled
+/// signal is pending, `SIGTERM` would not end it.
+fn signal_pending(tid: i32) -> bool {
     let Ok(status) = std::fs::read_to_string(format!("/proc/{tid}/status")) else {
         return false;
     };
@@ -532,7 +534,7 @@ fn handled_signal_pending(tid: i32) -> bool {
             .unwrap_or(0)
     };
     let pending = mask("SigPnd:") | mask("ShdPnd:");
-    pending & !mask("SigBlk:") & mask("SigCgt:") != 0
+    pending & !mask("SigBlk:") & !mask("SigIgn:") != 0
 }
 
 /// Whether a connection taken from a confined server's socket comes from

@@ -136,6 +136,31 @@ fn confined_python_until_ready(h: &FakeHome, script: &str, dir: &Path) -> (Stopp
     (session, fs::read_to_string(&ready).unwrap_or_default())
 }
 
+/// A Python server under `run`, waiting in `accept` on a unix socket in a
+/// directory of `/tmp` (`s`), then running `rest`: the process, the
+/// server's pid, and the directory, removed on drop.
+fn python_waiting_in_accept(h: &FakeHome, rest: &str) -> (Stopped, i32, tempfile::TempDir) {
+    let dir = tempfile::Builder::new()
+        .prefix("strument-accept-signal-")
+        .tempdir_in("/tmp")
+        .expect("a directory in /tmp");
+    let server = format!(
+        "import os, socket, sys\n\
+         d = sys.argv[1]\n\
+         s = socket.socket(socket.AF_UNIX)\n\
+         s.bind(os.path.join(d, 'srv.sock'))\n\
+         s.listen(1)\n\
+         open(os.path.join(d, 'ready.tmp'), 'w').write(str(os.getpid()))\n\
+         os.rename(os.path.join(d, 'ready.tmp'), os.path.join(d, 'ready'))\n\
+         {rest}"
+    );
+    let (session, said) = confined_python_until_ready(h, &server, dir.path());
+    let pid: i32 = said.parse().expect("the server's pid");
+    // Well inside its wait in the supervisor.
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    (session, pid, dir)
+}
+
 mod needs_landlock {
     use super::*;
 
@@ -1099,26 +1124,14 @@ mod needs_landlock {
     #[test]
     fn a_server_waiting_in_accept_still_takes_ctrl_c() {
         let h = FakeHome::new();
-        let dir = tempfile::Builder::new()
-            .prefix("strument-accept-signal-")
-            .tempdir_in("/tmp")
-            .expect("a directory in /tmp");
-        let server = "import os, socket, sys\n\
-            d = sys.argv[1]\n\
-            s = socket.socket(socket.AF_UNIX)\n\
-            s.bind(os.path.join(d, 'srv.sock'))\n\
-            s.listen(1)\n\
-            open(os.path.join(d, 'ready.tmp'), 'w').write(str(os.getpid()))\n\
-            os.rename(os.path.join(d, 'ready.tmp'), os.path.join(d, 'ready'))\n\
-            try:\n\
-            \x20   s.accept()\n\
-            \x20   print('accepted')\n\
-            except KeyboardInterrupt:\n\
-            \x20   print('interrupted')\n";
-        let (session, said) = confined_python_until_ready(&h, server, dir.path());
-        let pid: i32 = said.parse().expect("the server's pid");
-        // Well inside its wait in the supervisor.
-        std::thread::sleep(std::time::Duration::from_millis(300));
+        let (session, pid, _dir) = python_waiting_in_accept(
+            &h,
+            "try:\n\
+             \x20   s.accept()\n\
+             \x20   print('accepted')\n\
+             except KeyboardInterrupt:\n\
+             \x20   print('interrupted')\n",
+        );
         let sent = std::time::Instant::now();
         // SAFETY: kill takes integers; `pid` is the confined server's.
         assert_eq!(unsafe { libc::kill(pid, libc::SIGINT) }, 0);
@@ -1146,6 +1159,43 @@ mod needs_landlock {
             sent.elapsed() < std::time::Duration::from_secs(3),
             "SIGINT took {:?} to end the wait",
             sent.elapsed()
+        );
+    }
+
+    /// Ctrl-Z too: a stop signal ends the supervisor's wait (`EINTR`), so
+    /// the server waiting in `accept` stops, as it would bare.
+    #[test]
+    fn a_server_waiting_in_accept_still_stops_on_ctrl_z() {
+        let h = FakeHome::new();
+        let (session, pid, _dir) = python_waiting_in_accept(
+            &h,
+            "while True:\n\
+             \x20   try:\n\
+             \x20       s.accept()\n\
+             \x20   except InterruptedError:\n\
+             \x20       pass\n",
+        );
+        // SAFETY: kill takes integers; `pid` is the confined server's.
+        assert_eq!(unsafe { libc::kill(pid, libc::SIGTSTP) }, 0);
+        let state = || {
+            fs::read_to_string(format!("/proc/{pid}/stat"))
+                .ok()
+                .and_then(|s| s.rsplit(')').next().map(|r| r.trim().chars().next()))
+                .flatten()
+        };
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(3);
+        while state() != Some('T') && std::time::Instant::now() < deadline {
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        let stopped = state();
+        // SAFETY: as above; it ends the server whatever its state.
+        unsafe { libc::kill(pid, libc::SIGKILL) };
+        let mut session = session;
+        let _ = session.0.wait();
+        assert_eq!(
+            stopped,
+            Some('T'),
+            "SIGTSTP did not stop the server in accept"
         );
     }
 }
