@@ -10,7 +10,9 @@
 #   UDP servers on loopback answer it, and `--allow-connect 127.0.0.1:PORT`
 #   reaches that daemon; a UDP stand-in on 127.0.0.1 and ::1 hears a datagram
 #   sent with sendmsg and an address from an unconfined client and nothing
-#   from `run`, whose own UDP server hears it.
+#   from `run`, whose own UDP server hears it. The other way: a unix server
+#   the command starts in /tmp answers its own client, and a client outside
+#   gets nothing (the supervisor performs its accept).
 #
 # Usage: local_net.sh SCRATCH
 #   SCRATCH  a directory for the fake home, not under /tmp, /var/tmp,
@@ -126,5 +128,48 @@ for host in 127.0.0.1 ::1; do
     fi
   done
 done
+
+# The other way: a server the command starts answers the sandbox, not a unix
+# client outside.
+sockdir=$(mktemp -d /tmp/strument-inbound.XXXXXX)
+# shellcheck disable=SC2016
+confined -- python3 -c '
+import os, socket, sys, threading, time
+d = sys.argv[1]
+s = socket.socket(socket.AF_UNIX)
+s.bind(os.path.join(d, "s.sock"))
+s.listen(4)
+def serve():
+    while True:
+        c, _ = s.accept()
+        c.sendall(b"hello")
+        c.close()
+threading.Thread(target=serve, daemon=True).start()
+c = socket.socket(socket.AF_UNIX)
+c.connect(os.path.join(d, "s.sock"))
+open(os.path.join(d, "inside"), "w").write(c.recv(100).decode())
+open(os.path.join(d, "ready"), "w").close()
+while not os.path.exists(os.path.join(d, "done")):
+    time.sleep(0.05)
+' "$sockdir" >/dev/null 2>"$sockdir/err" &
+server=$!
+i=0
+while [ ! -e "$sockdir/ready" ] && [ $i -lt 200 ]; do sleep 0.1; i=$((i + 1)); done
+outside=$(python3 -c '
+import socket, sys
+c = socket.socket(socket.AF_UNIX)
+c.settimeout(5)
+c.connect(sys.argv[1])
+print(repr(c.recv(100)))
+' "$sockdir/s.sock" 2>&1)
+touch "$sockdir/done"
+wait "$server"
+inside=$(cat "$sockdir/inside" 2>/dev/null)
+if [ "$inside" = hello ] && [ "$outside" = "b''" ] && grep -q "outside the sandbox" "$sockdir/err"; then
+  ok "inbound-unix" "a confined unix server answers its own client, and a client outside gets nothing (named after the command)"
+else
+  fail "inbound-unix" "inside: '$inside'; outside: $outside; run said: $(tr '\n' ' ' <"$sockdir/err")"
+fi
+rm -rf "$sockdir"
 
 finish
