@@ -420,10 +420,12 @@ scenario_probe_refuses() {
   json=$("$sandbox" probe --json 2>>"$log") || status=$?
   printf '%s\n' "$json" >>"$log"
   [ "$status" = 3 ] || fail probe-refuses "probe --json exited $status, expected 3" "$log"
-  printf '%s' "$json" | tr -d ' \n' | grep -q '"supported":false' ||
+  # grep reads it all: `grep -q` leaving early could fail the pipeline
+  # (pipefail) through the writer's SIGPIPE.
+  printf '%s' "$json" | tr -d ' \n' | grep '"supported":false' >/dev/null ||
     fail probe-refuses "probe --json does not say \"supported\": false" "$log"
   if [ -n "${SCENARIO_EXPECT_REASON:-}" ]; then
-    printf '%s' "$json" | tr -d ' \n' | grep -q "\"reason\":\"$SCENARIO_EXPECT_REASON\"" ||
+    printf '%s' "$json" | tr -d ' \n' | grep "\"reason\":\"$SCENARIO_EXPECT_REASON\"" >/dev/null ||
       fail probe-refuses "probe --json does not give the reason \"$SCENARIO_EXPECT_REASON\" (SCENARIO_EXPECT_REASON)" "$log"
   fi
   ok probe-refuses "probe exited 3, reason: $reason"
@@ -436,7 +438,7 @@ scenario_run_refuses() {
   [ "$status" = 3 ] || fail run-refuses "run exited $status, expected 3 (refused)" "$log"
   [ ! -e "$marker" ] || fail run-refuses "the command ran unconfined: $marker exists" "$log"
   # run's own words, not the command line the log starts with.
-  tail -n +2 "$log" | grep -q 'refusing to run unconfined: .*[Ll]andlock' ||
+  tail -n +2 "$log" | grep 'refusing to run unconfined: .*[Ll]andlock' >/dev/null ||
     fail run-refuses "the refusal does not say it refuses to run unconfined, naming Landlock" "$log"
   ok run-refuses "run exited 3 and the command never ran (no marker)"
 }

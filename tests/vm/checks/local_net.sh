@@ -34,7 +34,9 @@ ports=$here/../../fixtures/ports.py
 check_prelude "$scratch" python3 ip
 # The guest's initramfs leaves loopback down: no 127.0.0.1, no ::1.
 ip link set lo up 2>/dev/null
-if ! ip addr show lo | grep -q 'inet 127.0.0.1'; then
+# (grep reads it all: with pipefail, `grep -q` leaving early can fail the
+# pipeline through ip's SIGPIPE although the address is there.)
+if ! ip addr show lo | grep 'inet 127.0.0.1' >/dev/null; then
   fail "loopback" "lo has no 127.0.0.1: $(ip addr show lo 2>&1 | tr '\n' ' ')"
   finish
 fi
