@@ -228,8 +228,8 @@ impl Served {
 /// tells it (tmux's client runs the commands its server sends). Every
 /// `connect` of the sandbox's own processes is performed by this process
 /// ([`sys::peer_pid`] then names it); a unix connection from any other pid
-/// is closed here, recorded, and the server goes on waiting (`EAGAIN` for
-/// a non-blocking socket). TCP and UDP connections are not looked at:
+/// is closed here, recorded, and the next one is taken (`EAGAIN` for a
+/// non-blocking socket with none left). TCP and UDP connections are not looked at:
 /// browsers and tools outside reach a development server as before.
 fn accept(
     served: &Arc<Served>,
@@ -476,10 +476,10 @@ impl Accepting {
                             Unix::Unnamed => String::new(),
                         });
                     shared.record(RefusedConnect::inbound(self.command, name, peer));
+                    // The next one, if any, on a non-blocking socket too: a
+                    // server polling edge-triggered (tokio) would not hear
+                    // of a connection queued behind this one again.
                     drop(conn);
-                    if !blocking {
-                        return Taken::Failed(libc::EAGAIN);
-                    }
                 }
                 Err(e) if blocking && e.raw_os_error() == Some(libc::EAGAIN) => {
                     return Taken::WouldWait;

@@ -1198,4 +1198,69 @@ mod needs_landlock {
             "SIGTSTP did not stop the server in accept"
         );
     }
+
+    /// A server polling edge-triggered (as tokio does) hears of a
+    /// connection once: one from inside queued behind a refused one from
+    /// outside is handed over by the same `accept`, not left waiting for
+    /// an event that never comes.
+    #[test]
+    fn an_edge_triggered_server_gets_the_inside_connection_behind_a_refused_one() {
+        let h = FakeHome::new();
+        let dir = tempfile::Builder::new()
+            .prefix("strument-accept-edge-")
+            .tempdir_in("/tmp")
+            .expect("a directory in /tmp");
+        let server = "import os, select, socket, sys, threading, time\n\
+            d = sys.argv[1]\n\
+            path = os.path.join(d, 'srv.sock')\n\
+            s = socket.socket(socket.AF_UNIX)\n\
+            s.bind(path)\n\
+            s.listen(8)\n\
+            s.setblocking(False)\n\
+            ep = select.epoll()\n\
+            ep.register(s.fileno(), select.EPOLLIN | select.EPOLLET)\n\
+            open(os.path.join(d, 'ready.tmp'), 'w').write('ready')\n\
+            os.rename(os.path.join(d, 'ready.tmp'), os.path.join(d, 'ready'))\n\
+            while not os.path.exists(os.path.join(d, 'outside')):\n\
+            \x20   time.sleep(0.02)\n\
+            c = socket.socket(socket.AF_UNIX)\n\
+            c.connect(path)\n\
+            got = []\n\
+            end = time.time() + 3\n\
+            while not got and time.time() < end:\n\
+            \x20   for _ in ep.poll(0.2):\n\
+            \x20       while True:\n\
+            \x20           try:\n\
+            \x20               got.append(s.accept()[0])\n\
+            \x20           except BlockingIOError:\n\
+            \x20               break\n\
+            print('accepted %d' % len(got))\n";
+        let (session, said) = confined_python_until_ready(&h, server, dir.path());
+        assert_eq!(said, "ready");
+        // From outside, first in the queue; kept open until the server is done.
+        let outside = std::os::unix::net::UnixStream::connect(dir.path().join("srv.sock"));
+        fs::write(dir.path().join("outside"), "").expect("tell the server");
+        let mut session = session;
+        let mut printed = String::new();
+        if let Some(mut out) = session.0.stdout.take() {
+            use std::io::Read;
+            let _ = out.read_to_string(&mut printed);
+        }
+        let mut err = String::new();
+        if let Some(mut e) = session.0.stderr.take() {
+            use std::io::Read;
+            let _ = e.read_to_string(&mut err);
+        }
+        let _ = session.0.wait();
+        drop(outside);
+        assert_eq!(
+            printed.trim(),
+            "accepted 1",
+            "the connection from inside was not handed over with the event\n{err}"
+        );
+        assert!(
+            err.contains("outside the sandbox, a connection to a server"),
+            "the connection from outside was not the one refused\n{err}"
+        );
+    }
 }
