@@ -124,7 +124,7 @@ impl Served {
         let Some(entry) = performed.get_mut(&tid) else {
             return false;
         };
-        if entry.nr != notif.data.nr || entry.args != notif.data.args {
+        if !entry.is(notif) {
             // The thread moved on: what it left is forgotten.
             if matches!(entry.state, Stage::Done(_)) {
                 performed.remove(&tid);
@@ -164,17 +164,12 @@ impl Served {
     /// the call still running or its result.
     fn answer_performed(&self, notif: &sys::Notification, outcome: Outcome) {
         let tid = notif.pid as i32;
-        let same = |e: &Performed| e.nr == notif.data.nr && e.args == notif.data.args;
+        let same = |e: &Performed| e.is(notif);
         let Ok(mut performed) = self.performed.lock() else {
             let _ = answer(&self.fd, notif.id, outcome);
             return;
         };
-        let mut ids = vec![notif.id];
-        if let Some(Stage::Running(restarts)) =
-            performed.get(&tid).filter(|e| same(e)).map(|e| &e.state)
-        {
-            ids.extend(restarts.iter().rev());
-        }
+        let ids = waiting_ids(&performed, notif);
         let answered = ids.iter().any(|id| answer(&self.fd, *id, outcome).is_ok());
         match performed.get(&tid) {
             // The thread moved on to another call: that one's entry stays.
@@ -202,20 +197,13 @@ impl Served {
     /// any more, and nothing was handed.
     fn deliver_fd(&self, notif: &sys::Notification, fd: BorrowedFd<'_>, cloexec: bool) -> bool {
         let tid = notif.pid as i32;
-        let same = |e: &Performed| e.nr == notif.data.nr && e.args == notif.data.args;
         let Ok(mut performed) = self.performed.lock() else {
             return sys::add_fd_and_answer(&self.fd, notif.id, fd, cloexec).is_ok();
         };
-        let mut ids = vec![notif.id];
-        if let Some(Stage::Running(restarts)) =
-            performed.get(&tid).filter(|e| same(e)).map(|e| &e.state)
-        {
-            ids.extend(restarts.iter().rev());
-        }
-        let handed = ids
+        let handed = waiting_ids(&performed, notif)
             .iter()
             .any(|id| sys::add_fd_and_answer(&self.fd, *id, fd, cloexec).is_ok());
-        if performed.get(&tid).is_some_and(same) {
+        if performed.get(&tid).is_some_and(|e| e.is(notif)) {
             performed.remove(&tid);
         }
         handed
@@ -547,6 +535,27 @@ fn from_inside(conn: &OwnedFd) -> bool {
         }
         _ => true,
     }
+}
+
+impl Performed {
+    /// Whether this is the call `notif` makes (the same number and arguments).
+    fn is(&self, notif: &sys::Notification) -> bool {
+        self.nr == notif.data.nr && self.args == notif.data.args
+    }
+}
+
+/// The notifications a call performed here may be answered through:
+/// `notif`, then the restarts of it that came while it ran, newest first.
+fn waiting_ids(performed: &HashMap<i32, Performed>, notif: &sys::Notification) -> Vec<u64> {
+    let mut ids = vec![notif.id];
+    if let Some(Stage::Running(restarts)) = performed
+        .get(&(notif.pid as i32))
+        .filter(|e| e.is(notif))
+        .map(|e| &e.state)
+    {
+        ids.extend(restarts.iter().rev());
+    }
+    ids
 }
 
 fn answer(listener: &OwnedFd, id: u64, outcome: Outcome) -> io::Result<()> {
