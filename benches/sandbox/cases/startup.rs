@@ -261,6 +261,19 @@ pub fn run(bench: &Bench, config: &Config) -> Section {
         "Peak memory of the `run` process: {} KiB (bare `true`: {} KiB, bwrap: {} KiB).",
         peak["run"], peak["bare"], peak["bwrap"]
     ));
+    section.prose(
+        "What `Prepared::confine` adds to the empty hook is work for each child: the session's \
+         variables set on the `Command` (std then copies the whole environment before it \
+         `fork`s, and one variable costs as much as five), the supervisor's filter installed \
+         with a listener, and the listener handed to the supervisor's thread, which the child \
+         waits for; when the child is reaped the kernel wakes that thread once more, to close \
+         the listener. The thread runs on whatever CPU is free, and once it has run there, the \
+         caller's next `fork` interrupts that CPU to flush its TLB (on a virtual machine this \
+         wakes a halted CPU): a caller whose own threads run on other CPUs, as a tokio agent's \
+         do, pays that on every `fork` already. `Spawn` starts the child with `CLONE_VM`, \
+         without `fork`'s copying, and with `CLONE_FILES`, so the listener lands in the \
+         caller's own table and needs no hand-over.",
+    );
     large.describe(&mut section);
     phases(&mut section, bench, config);
     section
