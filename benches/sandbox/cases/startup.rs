@@ -266,7 +266,7 @@ pub fn run(bench: &Bench, config: &Config) -> Section {
          variables set on the `Command` (std then copies the whole environment before it \
          `fork`s, and one variable costs as much as five), the supervisor's filter installed \
          with a listener, and the listener handed to the supervisor's thread, which the child \
-         waits for; when the child is reaped the kernel wakes that thread once more, to close \
+         waits for; when the child ends the kernel wakes that thread once more, to close \
          the listener. The thread runs on whatever CPU is free, and once it has run there, the \
          caller's next `fork` interrupts that CPU to flush its TLB (on a virtual machine this \
          wakes a halted CPU): a caller whose own threads run on other CPUs, as a tokio agent's \
