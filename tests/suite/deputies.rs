@@ -14,7 +14,7 @@ use strument_sandbox::Policy;
 use super::support::require_landlock;
 use super::support::test_name;
 use super::support::{BIN, FakeHome, assert_stdout, assert_success, output, require_tool, show};
-use super::support::{Stopped, fixture};
+use super::support::{Stopped, fixture, in_tmp};
 
 fn python() -> PathBuf {
     require_tool("python3", "python3")
@@ -199,10 +199,7 @@ mod needs_landlock {
         let h = FakeHome::new();
         let label = format!("strument-planted-{}", std::process::id());
         // The user's tmux directory as tmux's default is: temporary space.
-        let dir = tempfile::Builder::new()
-            .prefix("strument-tmux-user-")
-            .tempdir_in("/tmp")
-            .expect("a directory in /tmp");
+        let dir = in_tmp("strument-tmux-user-");
         let escaped = h.home.join("written-by-the-users-tmux-client");
         let (ready, done) = (h.project.join("planted"), h.project.join("attached"));
         let listed = h.project.join("listed");

@@ -207,10 +207,7 @@ mod needs_landlock {
     fn a_port_the_command_closed_and_a_server_outside_took_is_refused() {
         let h = FakeHome::new();
         for udp in [false, true] {
-            let handshake = tempfile::Builder::new()
-                .prefix("strument-reused-port")
-                .tempdir_in("/tmp")
-                .expect("a handshake directory in /tmp, granted to the command");
+            let handshake = support::in_tmp("strument-reused-port");
             let wanted = h.home.join(format!("written-by-the-taker-udp-{udp}"));
             let mut argv = vec![
                 py(),

@@ -140,10 +140,7 @@ fn confined_python_until_ready(h: &FakeHome, script: &str, dir: &Path) -> (Stopp
 /// directory of `/tmp` (`s`), then running `rest`: the process, the
 /// server's pid, and the directory, removed on drop.
 fn python_waiting_in_accept(h: &FakeHome, rest: &str) -> (Stopped, i32, tempfile::TempDir) {
-    let dir = tempfile::Builder::new()
-        .prefix("strument-accept-signal-")
-        .tempdir_in("/tmp")
-        .expect("a directory in /tmp");
+    let dir = support::in_tmp("strument-accept-signal-");
     let server = format!(
         "import os, socket, sys\n\
          d = sys.argv[1]\n\
@@ -1032,10 +1029,7 @@ mod needs_landlock {
     #[test]
     fn a_server_inside_answers_the_sandbox_and_tcp_outside_but_no_unix_client_outside() {
         let h = FakeHome::new();
-        let dir = tempfile::Builder::new()
-            .prefix("strument-inbound-")
-            .tempdir_in("/tmp")
-            .expect("a directory in /tmp");
+        let dir = support::in_tmp("strument-inbound-");
         let sock = dir.path().join("srv.sock");
         let done = dir.path().join("done");
         let server = "import os, socket, sys, threading, time\n\
@@ -1206,10 +1200,7 @@ mod needs_landlock {
     #[test]
     fn an_edge_triggered_server_gets_the_inside_connection_behind_a_refused_one() {
         let h = FakeHome::new();
-        let dir = tempfile::Builder::new()
-            .prefix("strument-accept-edge-")
-            .tempdir_in("/tmp")
-            .expect("a directory in /tmp");
+        let dir = support::in_tmp("strument-accept-edge-");
         let server = "import os, select, socket, sys, threading, time\n\
             d = sys.argv[1]\n\
             path = os.path.join(d, 'srv.sock')\n\

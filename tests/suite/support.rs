@@ -199,6 +199,14 @@ fn unescape(text: &str) -> String {
     out
 }
 
+/// A directory of its own in /tmp, a granted root, removed at the end.
+pub fn in_tmp(prefix: &str) -> tempfile::TempDir {
+    tempfile::Builder::new()
+        .prefix(prefix)
+        .tempdir_in("/tmp")
+        .expect("a directory in /tmp")
+}
+
 /// Where fake homes and scenario roots go: `CARGO_TARGET_TMPDIR`, unless
 /// the checkout itself sits in temporary space, then a directory under the
 /// real home's `~/.local/share` (not a granted root). A Nix build has no

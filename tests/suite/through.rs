@@ -16,7 +16,7 @@ use std::process::{Command, Output};
 
 use super::support::{FakeHome, assert_printed, assert_success, copy_fixture, output};
 use super::support::{Need, require};
-use super::support::{require_tool, show};
+use super::support::{in_tmp, require_tool, show};
 
 const SECRET: &str = "-----BEGIN OPENSSH PRIVATE KEY-----\nsecret\n";
 
@@ -61,14 +61,6 @@ fn dup_to_in_child(cmd: &mut Command, fd: i32, target: i32) {
             Ok(())
         });
     }
-}
-
-/// A directory of its own in /tmp, a granted root, removed at the end.
-fn in_tmp(prefix: &str) -> tempfile::TempDir {
-    tempfile::Builder::new()
-        .prefix(prefix)
-        .tempdir_in("/tmp")
-        .expect("a directory in /tmp")
 }
 
 /// `sh -c SCRIPT` under `run` in the project, with `var` set to `value`.
