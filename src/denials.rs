@@ -660,7 +660,15 @@ pub(crate) fn status_with_denials(
     if let Some(why) = untraceable() {
         return Err(TraceError::Untraceable(why));
     }
-    sys::confine_before_exec(cmd, Arc::clone(ruleset), filter.clone(), connect);
+    // The session's variables are on `cmd` already (`set_environment`):
+    // none to add in the child.
+    sys::confine_before_exec(
+        cmd,
+        Arc::clone(ruleset),
+        filter.clone(),
+        connect,
+        Vec::new(),
+    );
     // The write-shaped calls stop for the parent, which traces the child.
     sys::trace_before_exec(cmd, trace_filter.program());
     waiter.prepare_spawn(cmd);

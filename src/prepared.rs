@@ -1,7 +1,7 @@
 //! A policy whose ruleset is built: enforcing it on the caller, on a
 //! child, or on a child whose refusals are read back.
 
-use std::ffi::OsString;
+use std::ffi::{OsStr, OsString};
 use std::io;
 use std::os::fd::{OwnedFd, RawFd};
 use std::process::Command;
@@ -176,7 +176,7 @@ impl Prepared {
     }
 
     /// The variables [`Prepared::confine`] and
-    /// [`Prepared::status_with_denials`] set on a command, where neither
+    /// [`Prepared::status_with_denials`] give a command, where neither
     /// this process's environment nor the command itself sets them:
     /// daemon identities of the session's own (tmux, Gradle, sccache) and
     /// installs by copy (uv, pnpm). See [`crate::environment`].
@@ -287,7 +287,12 @@ impl Prepared {
     /// multi-threaded caller, and works for a `tokio::process::Command`
     /// through `as_std_mut`. If any fails the command does not run and
     /// spawning it returns the error. The command also gets
-    /// [`Prepared::environment`] (see [`Prepared::set_environment`]).
+    /// [`Prepared::environment`]: a command that changes no variable of
+    /// its own has them added by its child to the environment it inherits,
+    /// not set on `cmd` (`get_envs` does not show them), because a variable
+    /// set on a `Command` makes std copy the whole environment before each
+    /// `fork`; one that changes any gets them set on `cmd`, as
+    /// [`Prepared::set_environment`] does.
     ///
     /// The command and everything it starts reach unix sockets only
     /// through the connect supervisor, a thread of this process, and a unix
@@ -315,10 +320,33 @@ impl Prepared {
     pub fn confine(&self, cmd: &mut Command) {
         // Without the session directory the tools keep their defaults,
         // which the rest of the sandbox still confines.
-        let _ = self.set_environment(cmd);
+        let chosen: Vec<OsString> = cmd.get_envs().map(|(k, _)| k.to_os_string()).collect();
+        let set = self.environment_to_set(&|name| chosen.iter().any(|k| k == name));
+        // A command that changes no variable is `exec`ed with this
+        // process's environment as it is: the child adds the session's to
+        // it, where setting them on `cmd` would make std copy every
+        // variable before each `fork`. One that changes any has its copy
+        // made anyway, and std installs it after the hooks: set on `cmd`.
+        let mut environment = Vec::new();
+        if inherits_environment(cmd) {
+            environment = set
+                .into_iter()
+                .filter_map(|(name, value)| crate::spawn::env_entry(OsStr::new(name), value).ok())
+                .collect();
+        } else {
+            for (name, value) in set {
+                cmd.env(name, value);
+            }
+        }
         match self.connect.hook() {
             Ok(hook) => {
-                sys::confine_before_exec(cmd, Arc::clone(&self.ruleset), self.filter.clone(), hook);
+                sys::confine_before_exec(
+                    cmd,
+                    Arc::clone(&self.ruleset),
+                    self.filter.clone(),
+                    hook,
+                    environment,
+                );
                 // A separate step, after confining: see Prepared::keep_fds.
                 fds::keep_only(cmd, &self.keep_fds);
             }
@@ -447,4 +475,42 @@ fn count_threads() -> io::Result<usize> {
         n += 1;
     }
     Ok(n)
+}
+
+/// Whether std will `exec` `cmd` with this process's environment as it is
+/// (`environ`, which a hook may then add to): the command sets, removes
+/// and clears no variable. `get_envs` does not show a cleared environment;
+/// std's alternate `Debug` form does, with an `env` field present exactly
+/// when the environment changed. A form without its `args` field is not
+/// the one known here, and counts as changed: the variables then go on
+/// the `Command`, which costs a copy and never loses them.
+fn inherits_environment(cmd: &Command) -> bool {
+    if cmd.get_envs().next().is_some() {
+        return false;
+    }
+    let shown = format!("{cmd:#?}");
+    shown.contains("\n    args: ") && !shown.contains("\n    env: ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_a_command_that_changes_no_variable_inherits_the_environment_as_it_is() {
+        let plain = || {
+            let mut cmd = Command::new("env");
+            // An argument that looks like the field is shown escaped.
+            cmd.arg("\n    env: x").current_dir("/");
+            cmd
+        };
+        assert!(inherits_environment(&plain()));
+        assert!(!inherits_environment(plain().env("A", "b")));
+        assert!(!inherits_environment(plain().env_remove("A")));
+        // `get_envs` shows nothing here; std still installs an empty copy.
+        let mut cleared = plain();
+        cleared.env_clear();
+        assert_eq!(cleared.get_envs().count(), 0);
+        assert!(!inherits_environment(&cleared));
+    }
 }

@@ -399,7 +399,8 @@ fn c_string(bytes: &[u8]) -> io::Result<CString> {
     CString::new(bytes).map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))
 }
 
-fn env_entry(key: &OsStr, value: &OsStr) -> io::Result<CString> {
+/// `key=value`, NUL-terminated, as `execve` takes each variable.
+pub(crate) fn env_entry(key: &OsStr, value: &OsStr) -> io::Result<CString> {
     let mut entry = Vec::with_capacity(key.len() + value.len() + 2);
     entry.extend_from_slice(key.as_bytes());
     entry.push(b'=');

@@ -4,6 +4,7 @@
 //! all async-signal-safe, and build their error from the raw errno
 //! without allocating.
 
+use std::ffi::{CString, c_char};
 use std::io;
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::os::unix::process::CommandExt;
@@ -163,21 +164,128 @@ pub(crate) fn restrict_self_raw(
     }
 }
 
+unsafe extern "C" {
+    /// The C library's environment, which `execvp` passes on. In a child
+    /// of std's `Command`, std has pointed it at the command's own
+    /// variables before the hooks run, when the command sets any.
+    static mut environ: *const *const c_char;
+}
+
+/// Adds to the environment the child is about to `exec` with each of
+/// `entries` (`NAME=value`) whose name it has no entry for, in a new
+/// array this child maps for itself: the entries stay where the parent
+/// built them, and nothing is allocated. For a child between `fork` and
+/// `exec`, where std's own copy of the environment would cost the parent
+/// a copy of every variable before each `fork` (see doc/performance.md).
+fn add_to_environ(entries: &[CString]) -> Result<(), i32> {
+    // SAFETY: this child is single-threaded (after fork); `environ` is the
+    // C library's NULL-terminated array (or NULL), read here and replaced
+    // below, nothing else touching it meanwhile.
+    let old = unsafe { environ };
+    let mut count = 0usize;
+    if !old.is_null() {
+        // SAFETY: the array is NULL-terminated, so every index up to the
+        // NULL is in bounds.
+        while !unsafe { *old.add(count) }.is_null() {
+            count += 1;
+        }
+    }
+    let present = |entry: &CString| -> bool {
+        let bytes = entry.as_bytes();
+        let name = match bytes.iter().position(|&b| b == b'=') {
+            Some(at) => &bytes[..=at],
+            None => bytes,
+        };
+        (0..count).any(|i| {
+            // SAFETY: `i < count`: one of the environment's NUL-terminated
+            // strings, read only.
+            unsafe { starts_with(*old.add(i), name) }
+        })
+    };
+    let missing = entries.iter().filter(|e| !present(e)).count();
+    if missing == 0 {
+        return Ok(());
+    }
+    let len = (count + missing + 1) * std::mem::size_of::<*const c_char>();
+    // SAFETY: an anonymous private mapping of `len` bytes; no memory of
+    // ours is named.
+    let new = unsafe {
+        libc::mmap(
+            std::ptr::null_mut(),
+            len,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+            -1,
+            0,
+        )
+    };
+    if new == libc::MAP_FAILED {
+        return Err(errno());
+    }
+    let new = new.cast::<*const c_char>();
+    let mut at = 0;
+    for i in 0..count {
+        // SAFETY: `i < count`, within the old array; `at < count + missing
+        // + 1`, within the new one.
+        unsafe { *new.add(at) = *old.add(i) };
+        at += 1;
+    }
+    for entry in entries.iter().filter(|e| !present(e)) {
+        // SAFETY: as above; the entry lives in the hook's captured state
+        // until `exec` copies it.
+        unsafe { *new.add(at) = entry.as_ptr() };
+        at += 1;
+    }
+    // SAFETY: the last slot of the mapping, zeroed already, set for clarity.
+    unsafe { *new.add(at) = std::ptr::null() };
+    // SAFETY: as for the read above; std restores its own pointer only if
+    // a hook fails, and the mapping goes with the process at `exec`.
+    unsafe { environ = new.cast_const() };
+    Ok(())
+}
+
+/// Whether the NUL-terminated string `s` begins with `prefix`.
+///
+/// # Safety
+///
+/// `s` points at a NUL-terminated string.
+unsafe fn starts_with(s: *const c_char, prefix: &[u8]) -> bool {
+    prefix.iter().enumerate().all(|(i, &b)| {
+        // SAFETY: every byte before the first mismatch is not NUL (a NUL
+        // mismatches any byte of the prefix but NUL, which a name has
+        // not), so index `i` is within the string.
+        (unsafe { *s.add(i) }) as u8 == b
+    })
+}
+
+fn errno() -> i32 {
+    io::Error::last_os_error()
+        .raw_os_error()
+        .unwrap_or(libc::EIO)
+}
+
 /// Arranges for `cmd`'s child to enforce the ruleset `fd` and the terminal
-/// filter on itself between `fork` and `exec`. The parent stays unconfined.
+/// filter on itself between `fork` and `exec`, with `environment` added to
+/// its variables where it has none of the name. The parent stays
+/// unconfined.
 pub(crate) fn confine_before_exec(
     cmd: &mut Command,
     fd: Arc<OwnedFd>,
     filter: TerminalFilter,
     connect: ChildHook,
+    environment: Vec<CString>,
 ) {
     let connect = connect.for_command(cmd);
-    let hook = move || restrict_self(&fd, 0, &filter, Some(&connect)).map_err(io::Error::from);
+    let hook = move || {
+        add_to_environ(&environment).map_err(io::Error::from_raw_os_error)?;
+        restrict_self(&fd, 0, &filter, Some(&connect)).map_err(io::Error::from)
+    };
     // SAFETY: the hook runs in the forked child and only performs
-    // async-signal-safe syscalls (prctl, seccomp, getpid, sendmsg,
-    // close, landlock_restrict_self) on descriptors and programs built by
-    // the parent; building an io::Error from a raw errno does not
-    // allocate. Nothing else from the parent's state is touched.
+    // async-signal-safe syscalls (mmap, prctl, seccomp, getpid, sendmsg,
+    // close, landlock_restrict_self) on descriptors, programs and strings
+    // built by the parent, and writes `environ`, which nothing else in the
+    // child reads before `exec`; building an io::Error from a raw errno
+    // does not allocate. Nothing else from the parent's state is touched.
     unsafe {
         cmd.pre_exec(hook);
     }
@@ -191,5 +299,72 @@ pub(crate) fn fail_before_exec(cmd: &mut Command, errno: i32) {
     // does not allocate.
     unsafe {
         cmd.pre_exec(hook);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::ffi::CStr;
+
+    /// Runs `add_to_environ(entries)` in a forked child whose `environ` is
+    /// `own` (NULL-terminated, or NULL), and returns whether the child's
+    /// environment then held exactly `expected`, in order.
+    fn added_in_a_child(own: *const *const c_char, entries: &[&CStr], expected: &[&CStr]) -> bool {
+        let entries: Vec<CString> = entries.iter().map(|e| CString::from(*e)).collect();
+        // SAFETY: the child touches only `environ`, the entries and the
+        // expected strings (reads, and a new mapping), and leaves with
+        // `_exit`: nothing of the test harness's runs there.
+        let pid = unsafe { libc::fork() };
+        if pid == 0 {
+            // SAFETY: this child is single-threaded; `own` outlives it.
+            unsafe { environ = own };
+            let added = add_to_environ(&entries).is_ok();
+            // SAFETY: `environ` is NULL-terminated after the call.
+            let now = unsafe { environ };
+            let mut same = added;
+            for (i, want) in expected.iter().enumerate() {
+                // SAFETY: indexes up to the first NULL, which stops the walk.
+                let got = unsafe { *now.add(i) };
+                // SAFETY: a non-NULL entry is a NUL-terminated string.
+                same &= !got.is_null() && unsafe { CStr::from_ptr(got) } == *want;
+                if !same {
+                    break;
+                }
+            }
+            // SAFETY: as above; the array has `expected.len()` entries then NULL.
+            same &= unsafe { *now.add(expected.len()) }.is_null();
+            // SAFETY: _exit ends the child without running the harness's code.
+            unsafe { libc::_exit(i32::from(!same)) };
+        }
+        assert!(pid > 0, "fork: {}", io::Error::last_os_error());
+        let mut status = 0;
+        // SAFETY: our own child; `status` is a valid int.
+        assert_eq!(unsafe { libc::waitpid(pid, &raw mut status, 0) }, pid);
+        libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0
+    }
+
+    #[test]
+    fn the_child_adds_only_the_variables_its_environment_lacks() {
+        let own = [c"A=1".as_ptr(), c"BB=1".as_ptr(), std::ptr::null()];
+        // `A` is there: kept as it is. `B` and `AB` are not, whatever names
+        // begin or end like them.
+        assert!(added_in_a_child(
+            own.as_ptr(),
+            &[c"A=2", c"B=3", c"AB=4"],
+            &[c"A=1", c"BB=1", c"B=3", c"AB=4"],
+        ));
+        // Nothing missing: the environment is left as it is.
+        assert!(added_in_a_child(
+            own.as_ptr(),
+            &[c"A=9"],
+            &[c"A=1", c"BB=1"]
+        ));
+        // No environment at all: every entry.
+        assert!(added_in_a_child(
+            std::ptr::null(),
+            &[c"A=2", c"B=3"],
+            &[c"A=2", c"B=3"],
+        ));
     }
 }

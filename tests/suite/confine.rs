@@ -11,6 +11,7 @@ use std::process::Command;
 use strument_sandbox::{ApplyError, Policy, SkipReason};
 
 use super::support::in_a_single_threaded_fork;
+use super::support::project_only;
 use super::support::require_landlock;
 use super::support::sessions_parent;
 use super::support::test_name;
@@ -108,14 +109,8 @@ mod needs_landlock {
 
     #[test]
     fn the_session_directory_goes_with_the_last_clone_of_the_prepared_policy() {
-        require_landlock();
         let h = FakeHome::new();
-        let prepared = Policy {
-            writable: vec![h.project.clone().into()],
-            ..Policy::default()
-        }
-        .prepare()
-        .expect("prepare");
+        let prepared = project_only(&h).prepare().expect("prepare");
         let clone = prepared.clone();
         let mut cmd = Command::new("sh");
         cmd.args(["-c", "echo \"$TMUX_TMPDIR\""]);
@@ -139,6 +134,105 @@ mod needs_landlock {
             "an empty session directory stayed: {}",
             dir.display()
         );
+    }
+
+    #[test]
+    fn the_session_variables_reach_the_child_beside_its_own_and_never_over_them() {
+        let h = FakeHome::new();
+        let prepared = project_only(&h).prepare().expect("prepare");
+        let applied: Vec<_> = prepared
+            .environment()
+            .iter()
+            .filter(|s| s.applied())
+            .collect();
+        assert!(
+            applied.len() >= 2,
+            "fewer than two session variables apply in this test's environment: \
+             nothing to compare ({} apply)",
+            applied.len()
+        );
+        let (first, second) = (applied[0], applied[1]);
+        let line = |variable: &str, value: &std::ffi::OsStr| {
+            format!("{variable}={}", value.to_string_lossy())
+        };
+        // `env` confined, after `configure`; its variables, one per line.
+        let env_of = |configure: &dyn Fn(&mut Command)| -> Vec<String> {
+            let mut cmd = Command::new("/usr/bin/env");
+            cmd.current_dir(&h.project);
+            configure(&mut cmd);
+            prepared.confine(&mut cmd);
+            let out = output(&mut cmd);
+            assert_success(&out);
+            String::from_utf8_lossy(&out.stdout)
+                .lines()
+                .map(str::to_owned)
+                .collect()
+        };
+        let named = |lines: &[String], variable: &str| -> Vec<String> {
+            let prefix = format!("{variable}=");
+            lines
+                .iter()
+                .filter(|l| l.starts_with(&prefix))
+                .cloned()
+                .collect()
+        };
+        // Nothing of its own: this process's environment and every session
+        // variable, which `confine` left off the `Command` itself.
+        let mut plain_cmd = Command::new("true");
+        prepared.confine(&mut plain_cmd);
+        assert_eq!(plain_cmd.get_envs().count(), 0);
+        let plain = env_of(&|_| {});
+        for s in &applied {
+            assert_eq!(named(&plain, s.variable), [line(s.variable, &s.value)]);
+        }
+        let path = std::env::var_os("PATH").expect("PATH");
+        assert_eq!(named(&plain, "PATH"), [line("PATH", &path)]);
+        // Its own value for one: kept, once; the others beside it.
+        let own = env_of(&|cmd| {
+            cmd.env(first.variable, "mine");
+        });
+        assert_eq!(
+            named(&own, first.variable),
+            [format!("{}=mine", first.variable)]
+        );
+        assert_eq!(
+            named(&own, second.variable),
+            [line(second.variable, &second.value)]
+        );
+        // Removed by the command: left out.
+        let removed = env_of(&|cmd| {
+            cmd.env_remove(first.variable);
+        });
+        assert_eq!(named(&removed, first.variable), Vec::<String>::new());
+        assert_eq!(
+            named(&removed, second.variable),
+            [line(second.variable, &second.value)]
+        );
+        // A cleared environment: the command's own variables, if any, and
+        // the session's, nothing of this process's.
+        let names_of = |lines: &[String]| -> Vec<String> {
+            let mut names: Vec<String> = lines
+                .iter()
+                .filter_map(|l| l.split('=').next())
+                .map(str::to_owned)
+                .collect();
+            names.sort_unstable();
+            names
+        };
+        let session: Vec<String> = applied.iter().map(|s| s.variable.to_owned()).collect();
+        let cleared = env_of(&|cmd| {
+            cmd.env_clear().env("ONLY", "this");
+        });
+        let mut expected = session.clone();
+        expected.push("ONLY".to_owned());
+        expected.sort_unstable();
+        assert_eq!(names_of(&cleared), expected);
+        let mut expected = session;
+        expected.sort_unstable();
+        let only_cleared = env_of(&|cmd| {
+            cmd.env_clear();
+        });
+        assert_eq!(names_of(&only_cleared), expected);
     }
 
     #[test]

@@ -7,19 +7,10 @@ use std::io::ErrorKind;
 use std::os::unix::fs::PermissionsExt;
 use std::os::unix::process::ExitStatusExt;
 
-use strument_sandbox::Policy;
 use strument_sandbox::spawn::Spawn;
 
 use super::support::FakeHome;
-use super::support::require_landlock;
-
-fn project_only(h: &FakeHome) -> Policy {
-    require_landlock();
-    Policy {
-        writable: vec![h.project.clone().into()],
-        ..Policy::default()
-    }
-}
+use super::support::project_only;
 
 /// `tests/fixtures/sockets.py`: a stand-in service and its client.
 fn sockets_py() -> std::path::PathBuf {

@@ -471,6 +471,15 @@ pub fn require(need: Need) {
     );
 }
 
+/// A policy granting `h`'s project alone, on a kernel with Landlock.
+pub fn project_only(h: &FakeHome) -> strument_sandbox::Policy {
+    require_landlock();
+    strument_sandbox::Policy {
+        writable: vec![h.project.clone().into()],
+        ..strument_sandbox::Policy::default()
+    }
+}
+
 /// Asserts the calling test may confine (it sits in `needs_landlock`) and
 /// this kernel enforces Landlock; returns what the probe found. Every
 /// confined run of a [`FakeHome`] asks this first.

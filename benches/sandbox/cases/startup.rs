@@ -263,9 +263,9 @@ pub fn run(bench: &Bench, config: &Config) -> Section {
     ));
     section.prose(
         "What `Prepared::confine` adds to the empty hook is work for each child: the session's \
-         variables set on the `Command` (std then copies the whole environment before it \
-         `fork`s, and one variable costs as much as five), the supervisor's filter installed \
-         with a listener, and the listener handed to the supervisor's thread, which the child \
+         variables, added by the child to the environment it inherits (set on the `Command`, \
+         they would make std copy the whole environment before it `fork`s, one variable \
+         costing as much as five), the supervisor's filter installed with a listener, and the listener handed to the supervisor's thread, which the child \
          waits for; when the child ends the kernel wakes that thread once more, to close \
          the listener. The thread runs on whatever CPU is free, and once it has run there, the \
          caller's next `fork` interrupts that CPU to flush its TLB (on a virtual machine this \
