@@ -297,7 +297,12 @@ impl Prepared {
     /// The command and everything it starts reach unix sockets only
     /// through the connect supervisor, a thread of this process, and a unix
     /// server it starts answers only them and this process:
-    /// [`Prepared::refused_connects`] says what it refused.
+    /// [`Prepared::refused_connects`] says what it refused. Under Yama's
+    /// `ptrace_scope` 1 (Ubuntu's default) the supervisor can serve only
+    /// descendants of this process: one the command leaves running, once
+    /// adopted by init, gets `EPERM` for its connects, unless this process
+    /// is a child subreaper (`PR_SET_CHILD_SUBREAPER`) that reaps what it
+    /// adopts, as `strument-sandbox run` is (doc/security.md).
     ///
     /// A hook makes std `fork` instead of `posix_spawn`, and `fork` copies
     /// the page tables of all the memory this process has touched: about

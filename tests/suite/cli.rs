@@ -338,6 +338,45 @@ mod needs_landlock {
     }
 
     #[test]
+    fn run_adopts_what_the_command_leaves_running_and_reaps_it_when_it_ends() {
+        // Under Yama's ptrace_scope 1 (Ubuntu's default) the connect
+        // supervisor may take sockets only from its descendants, so a
+        // process the command leaves must stay one: tests/vm/checks/yama.sh
+        // proves its connects in a guest with Yama; this, the adoption and
+        // the reaping, on any kernel.
+        let h = FakeHome::new();
+        let script = r#"
+            ( sh -c 'sleep 0.3; echo "$$ $(cut -d" " -f4 /proc/$$/stat)" > orphan.txt' & )
+            i=0
+            while [ ! -s orphan.txt ] && [ $i -lt 200 ]; do sleep 0.05; i=$((i+1)); done
+            sleep 0.5
+            read -r pid parent < orphan.txt
+            if [ -e "/proc/$pid" ]; then echo "left: $(cut -d' ' -f3 "/proc/$pid/stat")"; else echo reaped; fi
+            echo "parent: $parent"
+        "#;
+        let mut cmd = h.run_command(&h.project, &[], &["sh", "-c", script]);
+        let child = cmd
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("run");
+        let run = child.id();
+        let out = child.wait_with_output().expect("wait");
+        assert!(out.status.success(), "{}", show(&out));
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            stdout.contains(&format!("parent: {run}\n")),
+            "the process the command left was not adopted by run (pid {run})\n{}",
+            show(&out)
+        );
+        assert!(
+            stdout.contains("reaped\n"),
+            "the adopted process was not reaped once it ended\n{}",
+            show(&out)
+        );
+    }
+
+    #[test]
     fn a_filesystem_root_is_warned_about_loudly_even_without_verbose() {
         let h = FakeHome::new();
         let out = h.run(&["--allow".as_ref(), "/".as_ref()], &["true"]);

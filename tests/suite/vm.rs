@@ -259,12 +259,20 @@ mod needs_qemu {
                 "tmux-send-keys-refused",
                 "no-route-around",
                 "datagram-refused",
+                "orphan-granted",
+                "orphan-refused",
             ],
             ..Case::with_abi(
                 "bookworm",
                 "6.1.",
                 2,
-                &["deputies", "explain-denials", "local_net", "truncate"],
+                &[
+                    "deputies",
+                    "explain-denials",
+                    "local_net",
+                    "truncate",
+                    "yama",
+                ],
             )
         });
     }
@@ -287,8 +295,15 @@ mod needs_qemu {
                 "tmux-run-shell-refused",
                 "tmux-send-keys-refused",
                 "no-route-around",
+                "orphan-granted",
+                "orphan-refused",
             ],
-            ..Case::with_abi("trixie", "6.12.", 6, &["deputies", "local_net", "truncate"])
+            ..Case::with_abi(
+                "trixie",
+                "6.12.",
+                6,
+                &["deputies", "local_net", "truncate", "yama"],
+            )
         });
     }
 

@@ -135,6 +135,13 @@ if [ -d "${VM_CHECKS:-}" ]; then
   for check in "$VM_CHECKS"/*.sh; do [ -f "$check" ] && checks+=("$check"); done
 fi
 [ "${#checks[@]}" -gt 0 ] || finish 0
+# The checks run as on Ubuntu, whose default is Yama's ptrace_scope 1: a
+# process may take another's descriptors only from its descendants
+# (tests/vm/checks/yama.sh). Debian's kernels have Yama, at 0.
+if [ -w /proc/sys/kernel/yama/ptrace_scope ]; then
+  echo 1 >/proc/sys/kernel/yama/ptrace_scope
+fi
+report "checks-ptrace-scope: $(cat /proc/sys/kernel/yama/ptrace_scope 2>/dev/null || echo none)"
 start=$(date +%s)
 passed=0 failed=0
 for check in "${checks[@]}"; do

@@ -183,6 +183,8 @@ impl SignalForwarder {
             }
             ChildState::Running => {}
         }
+        // What the command left behind and `run` adopted, once it ends.
+        sys::reap_orphans(pid);
         if let Some(timeout) = take {
             if let Some(info) = sys::wait_signal(&self.blocked, timeout)? {
                 forward(pid, info);

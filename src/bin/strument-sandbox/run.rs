@@ -15,6 +15,7 @@ use strument_sandbox::refusals::{self, Refusal};
 
 use crate::forward::SignalForwarder;
 use crate::output::{environment_lines, json_with, report_lines};
+use crate::sys;
 use crate::tail::{self, Tailing};
 use crate::{Failure, Roots, session_builder, status};
 
@@ -56,6 +57,14 @@ pub(crate) fn cmd_run(
     cmd.args(args);
     let mut denials = None;
     let mut said = Vec::new();
+    if !options.explain_denials {
+        // What the command leaves running is adopted here, not by init, so
+        // the connect supervisor may still take its sockets under Yama's
+        // ptrace_scope 1 (sys::become_subreaper). Should the kernel refuse,
+        // those processes get EPERM for every connect instead
+        // (doc/security.md): nothing is let through.
+        let _ = sys::become_subreaper();
+    }
     let finished = if options.explain_denials {
         let (finished, denied) = session
             .run_explaining_denials(&mut cmd, &mut forwarder)

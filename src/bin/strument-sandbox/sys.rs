@@ -229,6 +229,55 @@ pub(crate) fn wait_child(pid: libc::pid_t) -> io::Result<ChildState> {
     }
 }
 
+/// Makes this process the child subreaper of everything it starts
+/// (`PR_SET_CHILD_SUBREAPER`): a process the command leaves behind (a
+/// daemon that forked twice, a server its client started) is adopted by
+/// `run`, not by init, and so stays a descendant of the connect
+/// supervisor, which Yama's `ptrace_scope` 1 (Ubuntu's default) requires
+/// before the supervisor may take the socket of the process it performs a
+/// `connect` or `accept` for. [`reap_orphans`] reaps them as they end.
+pub(crate) fn become_subreaper() -> io::Result<()> {
+    // SAFETY: PR_SET_CHILD_SUBREAPER takes integer arguments only.
+    let ret = unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) };
+    if ret == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
+/// Reaps every child that has ended but `command`: the processes adopted
+/// under [`become_subreaper`]. Stops at `command` itself if it has ended,
+/// leaving its status for [`wait_child`]. Only children that signal their
+/// end with `SIGCHLD` are looked at (no `__WALL`), as `run` starts no
+/// other kind.
+pub(crate) fn reap_orphans(command: libc::pid_t) {
+    loop {
+        // SAFETY: siginfo_t is plain data, all-zero valid (si_pid 0).
+        let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
+        // SAFETY: `info` is a valid siginfo_t for the kernel to write;
+        // WNOWAIT leaves the child waitable.
+        let ret = unsafe {
+            libc::waitid(
+                libc::P_ALL,
+                0,
+                &raw mut info,
+                libc::WEXITED | libc::WNOHANG | libc::WNOWAIT,
+            )
+        };
+        // SAFETY: waitid filled `info` (or left it zeroed: pid 0).
+        let pid = unsafe { info.si_pid() };
+        if ret != 0 || pid == 0 || pid == command {
+            return;
+        }
+        let mut status: libc::c_int = 0;
+        // SAFETY: `status` is a valid int; `pid` is an ended child of ours.
+        if unsafe { libc::waitpid(pid, &raw mut status, libc::WNOHANG) } <= 0 {
+            return;
+        }
+    }
+}
+
 /// Stops this whole process once with `SIGTSTP`, as the terminal's Ctrl-Z
 /// would, though the calling thread blocks it: unblocked for the moment of
 /// a signal to this thread alone, which the kernel delivers before `raise`

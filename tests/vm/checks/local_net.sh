@@ -41,15 +41,7 @@ if ! ip addr show lo | grep 'inet 127.0.0.1' >/dev/null; then
   finish
 fi
 
-home=$(mktemp -d "$scratch/local-net-home.XXXXXX")
-project=$home/project
-mkdir -p "$project"
-pids=()
-cleanup() {
-  for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null; done
-  rm -rf "$home"
-}
-trap cleanup EXIT
+fake_home "$scratch" local-net
 
 confined() {
   env -i HOME="$home" PATH="$PATH" "$sandbox" run --project "$project" "$@"

@@ -5,6 +5,10 @@
 #   fail NAME DETAIL      a failed result; the check goes on
 #   finish                the summary line, then exit: 0 only when every
 #                         check passed
+#   fake_home SCRATCH NAME
+#                         sets $home (a new directory in SCRATCH named
+#                         for NAME) and $project in it, and $pids, the
+#                         processes to kill on exit, when $home goes too
 #   check_prelude SCRATCH TOOL...
 #                         sets $sandbox to the strument-sandbox to check
 #                         ($SANDBOX, default: on PATH), or finishes naming
@@ -43,4 +47,17 @@ check_prelude() {
     fail "scratch" "$scratch is under $temp, a temp root the sandbox grants: the checks would prove nothing"
     finish
   fi
+}
+
+fake_home() {
+  home=$(mktemp -d "$1/$2-home.XXXXXX")
+  project=$home/project
+  mkdir -p "$project"
+  pids=()
+  trap fake_home_cleanup EXIT
+}
+
+fake_home_cleanup() {
+  for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null; done
+  rm -rf "$home"
 }
