@@ -42,6 +42,12 @@ pub(crate) enum Action {
     /// multiplexes cannot be told from a register. Modern C libraries call
     /// the socket syscalls directly.
     NoSuchCall,
+    /// `prctl`: `PR_SET_DUMPABLE` with 0 succeeds without being performed,
+    /// so that the supervisor can still take the process's sockets and read
+    /// its memory (a non-dumpable process's are closed to it without
+    /// `CAP_SYS_PTRACE`, and every call it performs for one would fail:
+    /// ssh-agent started inside could serve nobody); any other passes.
+    Prctl,
 }
 
 /// What the supervisor performs for a notified call.
@@ -77,6 +83,7 @@ struct Numbers {
     accept4: u32,
     io_uring_setup: u32,
     socketcall: Option<u32>,
+    prctl: u32,
 }
 
 const fn generic(arch: u32) -> Numbers {
@@ -92,6 +99,7 @@ const fn generic(arch: u32) -> Numbers {
         accept4: 242,
         io_uring_setup: 425,
         socketcall: None,
+        prctl: 167,
     }
 }
 
@@ -109,6 +117,7 @@ fn conventions() -> Option<Vec<Numbers>> {
                 accept4: 288,
                 io_uring_setup: 425,
                 socketcall: None,
+                prctl: 157,
             },
             // x32: common numbers with the x32 bit; sendmsg and sendmmsg
             // have compat numbers of their own.
@@ -123,6 +132,7 @@ fn conventions() -> Option<Vec<Numbers>> {
                 accept4: X32 | 288,
                 io_uring_setup: X32 | 425,
                 socketcall: None,
+                prctl: X32 | 157,
             },
             Numbers {
                 arch: AUDIT_ARCH_I386,
@@ -136,6 +146,7 @@ fn conventions() -> Option<Vec<Numbers>> {
                 accept4: 364,
                 io_uring_setup: 425,
                 socketcall: Some(102),
+                prctl: 172,
             },
         ])
     } else if cfg!(any(target_arch = "aarch64", target_arch = "arm")) {
@@ -152,6 +163,7 @@ fn conventions() -> Option<Vec<Numbers>> {
                 accept4: 366,
                 io_uring_setup: 425,
                 socketcall: None,
+                prctl: 172,
             },
         ])
     } else if cfg!(target_arch = "riscv64") {
@@ -209,6 +221,7 @@ fn actions(n: &Numbers) -> Vec<(u32, Action)> {
         (n.sendmmsg, Action::SendMsg(3)),
         (n.accept4, Action::Notify),
         (n.io_uring_setup, Action::Refuse),
+        (n.prctl, Action::Prctl),
     ];
     if let Some(accept) = n.accept {
         out.push((accept, Action::Notify));
@@ -255,6 +268,9 @@ const RET_USER_NOTIF: u32 = 0x7fc0_0000;
 /// `MSG_FASTOPEN` of `<linux/socket.h>`.
 const MSG_FASTOPEN: u32 = 0x2000_0000;
 
+/// `PR_SET_DUMPABLE` of `<linux/prctl.h>`.
+const PR_SET_DUMPABLE: u32 = 4;
+
 /// The offset of the low (or high) 32 bits of argument `i` in `struct seccomp_data`.
 const fn arg(i: u32, high: bool) -> u32 {
     let low_first = cfg!(target_endian = "little");
@@ -269,6 +285,7 @@ struct Labels {
     send_to: Label,
     send_msg_2: Label,
     send_msg_3: Label,
+    prctl: Label,
 }
 
 impl Labels {
@@ -280,6 +297,7 @@ impl Labels {
             send_to: asm.label(),
             send_msg_2: asm.label(),
             send_msg_3: asm.label(),
+            prctl: asm.label(),
         }
     }
 
@@ -291,6 +309,7 @@ impl Labels {
             Action::SendMsg(_) => self.send_msg_3,
             Action::Refuse => self.refuse,
             Action::NoSuchCall => self.no_such_call,
+            Action::Prctl => self.prctl,
         }
     }
 }
@@ -306,7 +325,9 @@ impl Labels {
 /// fast_open_3: ld args[3].lo; jset FASTOPEN ? not_supported : allow
 /// send_msg_2: ld args[2].lo; jset FASTOPEN ? not_supported : notify
 /// send_msg_3: ld args[3].lo; jset FASTOPEN ? not_supported : notify
-/// allow: ret ALLOW;  notify: ret USER_NOTIF;  refuse: ret ERRNO(EPERM);
+/// prctl:     ld args[0].lo; jeq PR_SET_DUMPABLE ? next : allow;
+///            ld args[1].lo; jeq 0 ? next : allow; ld args[1].hi; jeq 0 ? keep : allow
+/// keep: ret ERRNO(0);  allow: ret ALLOW;  notify: ret USER_NOTIF;  refuse: ret ERRNO(EPERM);
 /// no_such_call: ret ERRNO(ENOSYS);  not_supported: ret ERRNO(EOPNOTSUPP)
 /// ```
 fn program(conventions: &[Numbers]) -> Option<Vec<SockFilter>> {
@@ -333,7 +354,7 @@ fn program(conventions: &[Numbers]) -> Option<Vec<SockFilter>> {
 /// (`send_to`, `send_msg_2`, `send_msg_3` and the `MSG_FASTOPEN` tests),
 /// then each label's answer.
 fn arguments_and_answers(asm: &mut Asm, labels: &Labels, allow: Label) {
-    let (not_supported, fast_open_3) = (asm.label(), asm.label());
+    let (not_supported, fast_open_3, keep) = (asm.label(), asm.label(), asm.label());
     asm.at(labels.send_to);
     asm.op(LD_W_ABS, arg(4, false));
     asm.jump(JEQ_K, 0, To::Next, To::Label(labels.notify));
@@ -342,12 +363,21 @@ fn arguments_and_answers(asm: &mut Asm, labels: &Labels, allow: Label) {
     fast_open(asm, fast_open_3, 3, not_supported, allow);
     fast_open(asm, labels.send_msg_2, 2, not_supported, labels.notify);
     fast_open(asm, labels.send_msg_3, 3, not_supported, labels.notify);
+    asm.at(labels.prctl);
+    asm.op(LD_W_ABS, arg(0, false));
+    asm.jump(JEQ_K, PR_SET_DUMPABLE, To::Next, To::Label(allow));
+    asm.op(LD_W_ABS, arg(1, false));
+    asm.jump(JEQ_K, 0, To::Next, To::Label(allow));
+    asm.op(LD_W_ABS, arg(1, true));
+    asm.jump(JEQ_K, 0, To::Label(keep), To::Label(allow));
     for (label, answer) in [
         (allow, RET_ALLOW),
         (labels.notify, RET_USER_NOTIF),
         (labels.refuse, RET_ERRNO | libc::EPERM as u32),
         (labels.no_such_call, RET_ERRNO | libc::ENOSYS as u32),
         (not_supported, RET_ERRNO | libc::EOPNOTSUPP as u32),
+        // Success, the call not performed: the process stays dumpable.
+        (keep, RET_ERRNO),
     ] {
         asm.at(label);
         asm.ret(answer);
@@ -434,6 +464,10 @@ mod tests {
             [3, 1, fo, 0, 0, 0],
             [3, 1, 1, fo, 0, 0],
             [3, 1, fo, fo, 0x1000, 16],
+            // prctl: PR_SET_DUMPABLE 0, 1, and 0 with a high half.
+            [4, 0, 0, 0, 0, 0],
+            [4, 1, 0, 0, 0, 0],
+            [4, 1 << 32, 0, 0, 0, 0],
         ]
     }
 
@@ -485,6 +519,16 @@ mod tests {
                     RET_ERRNO | libc::ENOSYS as u32
                 );
             }
+            // PR_SET_DUMPABLE 0 succeeds unperformed; the rest of prctl,
+            // PR_SET_DUMPABLE 1 and a value the kernel refuses, pass.
+            assert_eq!(run(&p, n.prctl, a, [4, 0, 0, 0, 0, 0]), RET_ERRNO);
+            for args in [
+                [4, 1, 0, 0, 0, 0],
+                [4, 1 << 32, 0, 0, 0, 0],
+                [3, 0, 0, 0, 0, 0],
+            ] {
+                assert_eq!(run(&p, n.prctl, a, args), RET_ALLOW, "{args:x?}");
+            }
             // Anything else passes: read, write, socket.
             for other in [0u32, 1, 41, 63, 64] {
                 if actions(n).iter().all(|(nr, _)| *nr != other) {
@@ -520,9 +564,10 @@ mod tests {
             }
         }
         // Every answer was met: allow, notify, EPERM (a terminal request,
-        // io_uring), EOPNOTSUPP, kill, and ENOSYS where socketcall exists.
+        // io_uring), EOPNOTSUPP, kill, success unperformed (PR_SET_DUMPABLE
+        // 0), and ENOSYS where socketcall exists.
         let socketcall = table.iter().any(|n| n.socketcall.is_some());
-        assert_eq!(answers.len(), 5 + usize::from(socketcall), "{answers:x?}");
+        assert_eq!(answers.len(), 6 + usize::from(socketcall), "{answers:x?}");
     }
 
     #[test]
@@ -598,6 +643,15 @@ mod tests {
         assert_eq!(
             answer(libc::SYS_io_uring_setup, [0; 6]),
             RET_ERRNO | libc::EPERM as u32
+        );
+        let dumpable = libc::PR_SET_DUMPABLE as u64;
+        assert_eq!(
+            answer(libc::SYS_prctl, [dumpable, 0, 0, 0, 0, 0]),
+            RET_ERRNO
+        );
+        assert_eq!(
+            answer(libc::SYS_prctl, [dumpable, 1, 0, 0, 0, 0]),
+            RET_ALLOW
         );
         let tiocsti = u64::from(crate::terminal::TIOCSTI);
         assert_eq!(

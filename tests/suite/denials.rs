@@ -1,6 +1,7 @@
 //! `run --explain-denials` as an ORDINARY user on this kernel: the command
 //! is traced by the unconfined `run`, and each refused write is reported
-//! with what would allow it. The tests run as root here, so each drops to
+//! with what would allow it. Also what only an ordinary user meets without
+//! the flag: an ssh-agent the command starts (a non-dumpable process). The tests run as root here, so each drops to
 //! `nobody` (uid 65534) with `setpriv` for the whole `run`, in a fake home
 //! that user owns (not under a temporary root). Needs Landlock, util-linux
 //! (`setpriv`, `unshare`), and crates.io once for the cargo fixture.
@@ -374,6 +375,66 @@ mod needs_landlock {
             "{}",
             show(&out)
         );
+    }
+
+    #[test]
+    fn an_ssh_agent_started_inside_serves_the_command_of_an_ordinary_user() {
+        // ssh-agent makes itself non-dumpable, which closes its sockets to
+        // an ordinary user's supervisor: its bind went unrecorded and
+        // `ssh-add` was refused the agent the command had just started. The
+        // filter now lets `PR_SET_DUMPABLE` 0 succeed unperformed.
+        require_tool("ssh-agent", "openssh-client");
+        let python = require_tool("python3", "python3");
+        let h = user_home();
+        // Outside, a socket nothing names, open to anyone: only the
+        // supervisor can refuse it.
+        let outside = h.home.join("outside.sock");
+        let serve = "import os, socket, sys\n\
+            s = socket.socket(socket.AF_UNIX); s.bind(sys.argv[1]); os.chmod(sys.argv[1], 0o777)\n\
+            s.listen(8); open(sys.argv[1] + '.up', 'w').close()\n\
+            while True: s.accept()[0].close()";
+        let mut server = Command::new(&python)
+            .args(["-c", serve])
+            .arg(&outside)
+            .spawn()
+            .expect("the stand-in outside");
+        let up = h.home.join("outside.sock.up");
+        for _ in 0..200 {
+            if up.exists() {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(25));
+        }
+        let script = format!(
+            r#"id -u > uid
+            eval "$(ssh-agent -s)" >/dev/null || exit 9
+            ssh-keygen -q -t ed25519 -N '' -f key || exit 8
+            ssh-add -q key 2>/dev/null; echo "add $?" > agent
+            ssh-add -l > listed 2>&1; echo "list $?" >> agent
+            kill "$SSH_AGENT_PID"
+            python3 -c '
+import ctypes, socket, sys
+libc = ctypes.CDLL(None)
+print(libc.prctl(4, 0, 0, 0, 0), libc.prctl(3, 0, 0, 0, 0))
+try:
+    socket.socket(socket.AF_UNIX).connect(sys.argv[1]); print("connected")
+except OSError as e:
+    print("errno", e.errno)' {} > dumpable"#,
+            quoted(&outside)
+        );
+        let out = run_as_user(&h, &[], &["sh", "-c", &script], None, &[]);
+        let _ = server.kill();
+        let _ = server.wait();
+        assert_success(&out);
+        assert_ran_as_the_user(&h);
+        let read = |name: &str| fs::read_to_string(h.project.join(name)).unwrap_or_default();
+        // Granted: the agent takes the key and lists it.
+        assert_eq!(read("agent"), "add 0\nlist 0\n", "{}", show(&out));
+        assert!(read("listed").contains("(ED25519)"), "{}", read("listed"));
+        // PR_SET_DUMPABLE 0 succeeded and the process stayed dumpable; a
+        // connect of it to the socket outside is still the supervisor's,
+        // and refused (EACCES), not failed unmediated (EPERM) or let pass.
+        assert_eq!(read("dumpable"), "0 1\nerrno 13\n", "{}", show(&out));
     }
 
     #[test]
