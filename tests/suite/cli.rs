@@ -354,26 +354,30 @@ mod needs_landlock {
             if [ -e "/proc/$pid" ]; then echo "left: $(cut -d' ' -f3 "/proc/$pid/stat")"; else echo reaped; fi
             echo "parent: $parent"
         "#;
-        let mut cmd = h.run_command(&h.project, &[], &["sh", "-c", script]);
-        let child = cmd
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::piped())
-            .spawn()
-            .expect("run");
-        let run = child.id();
-        let out = child.wait_with_output().expect("wait");
-        assert!(out.status.success(), "{}", show(&out));
-        let stdout = String::from_utf8_lossy(&out.stdout);
-        assert!(
-            stdout.contains(&format!("parent: {run}\n")),
-            "the process the command left was not adopted by run (pid {run})\n{}",
-            show(&out)
-        );
-        assert!(
-            stdout.contains("reaped\n"),
-            "the adopted process was not reaped once it ended\n{}",
-            show(&out)
-        );
+        // Traced too: there the tracer, a thread of `run`, reaps them.
+        for flags in [&[][..], &["--explain-denials".as_ref()][..]] {
+            let _ = std::fs::remove_file(h.project.join("orphan.txt"));
+            let mut cmd = h.run_command(&h.project, flags, &["sh", "-c", script]);
+            let child = cmd
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .expect("run");
+            let run = child.id();
+            let out = child.wait_with_output().expect("wait");
+            assert!(out.status.success(), "{flags:?}: {}", show(&out));
+            let stdout = String::from_utf8_lossy(&out.stdout);
+            assert!(
+                stdout.contains(&format!("parent: {run}\n")),
+                "{flags:?}: the process the command left was not adopted by run (pid {run})\n{}",
+                show(&out)
+            );
+            assert!(
+                stdout.contains("reaped\n"),
+                "{flags:?}: the adopted process was not reaped once it ended\n{}",
+                show(&out)
+            );
+        }
     }
 
     #[test]

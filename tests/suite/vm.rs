@@ -260,6 +260,7 @@ mod needs_qemu {
                 "no-route-around",
                 "datagram-refused",
                 "orphan-granted",
+                "orphan-granted-traced",
                 "orphan-refused",
             ],
             ..Case::with_abi(
@@ -296,6 +297,7 @@ mod needs_qemu {
                 "tmux-send-keys-refused",
                 "no-route-around",
                 "orphan-granted",
+                "orphan-granted-traced",
                 "orphan-refused",
             ],
             ..Case::with_abi(

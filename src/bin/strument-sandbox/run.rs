@@ -57,14 +57,14 @@ pub(crate) fn cmd_run(
     cmd.args(args);
     let mut denials = None;
     let mut said = Vec::new();
-    if !options.explain_denials {
-        // What the command leaves running is adopted here, not by init, so
-        // the connect supervisor may still take its sockets under Yama's
-        // ptrace_scope 1 (sys::become_subreaper). Should the kernel refuse,
-        // those processes get EPERM for every connect instead
-        // (doc/security.md): nothing is let through.
-        let _ = sys::become_subreaper();
-    }
+    // What the command leaves running is adopted here, not by init, so the
+    // connect supervisor may still take its sockets under Yama's
+    // ptrace_scope 1 (sys::become_subreaper). Should the kernel refuse,
+    // those processes get EPERM for every connect instead
+    // (doc/security.md): nothing is let through. With --explain-denials
+    // the tracer reaps them: traced by a thread of the process that
+    // adopted them, they end as its own children would.
+    let _ = sys::become_subreaper();
     let finished = if options.explain_denials {
         let (finished, denied) = session
             .run_explaining_denials(&mut cmd, &mut forwarder)

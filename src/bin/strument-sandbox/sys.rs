@@ -250,7 +250,9 @@ pub(crate) fn become_subreaper() -> io::Result<()> {
 /// under [`become_subreaper`]. Stops at `command` itself if it has ended,
 /// leaving its status for [`wait_child`]. Only children that signal their
 /// end with `SIGCHLD` are looked at (no `__WALL`), as `run` starts no
-/// other kind.
+/// other kind. Never while a thread traces the command: an adopted tracee
+/// is reaped by its tracer, and reaping it here would take its end from the
+/// tracer, which would then wait for it forever.
 pub(crate) fn reap_orphans(command: libc::pid_t) {
     loop {
         // SAFETY: siginfo_t is plain data, all-zero valid (si_pid 0).

@@ -10,7 +10,8 @@
 #   an orphan (its parent gone while it runs) reaches a unix socket named
 #   with --allow-socket, as a direct child of the command does, and is
 #   refused (EACCES, the supervisor's answer, not Yama's EPERM) a socket
-#   outside that nothing names; its own socket in the project answers it.
+#   outside that nothing names; its own socket in the project answers it;
+#   the same orphan under --explain-denials reaches the named socket.
 #
 # Usage: yama.sh SCRATCH
 #   SCRATCH  a directory for the fake home, not under /tmp, /var/tmp,
@@ -38,8 +39,10 @@ ok "yama" "ptrace_scope 1: pidfd_getfd only from descendants, as on Ubuntu"
 
 fake_home "$scratch" yama
 
+# confined ARGS...: run, --explain-denials too when $traced is set.
 confined() {
-  env -i HOME="$home" PATH="$PATH" "$sandbox" run --project "$project" --allow-socket "$named" -- "$@"
+  env -i HOME="$home" PATH="$PATH" "$sandbox" run --project "$project" --allow-socket "$named" \
+    ${traced:+--explain-denials} -- "$@"
 }
 
 wait_for() { # PATH: a bounded poll, 20 s (TCG is slow)
@@ -119,6 +122,11 @@ orphan own "$project/orphan-own.txt" >/dev/null 2>&1
 verdict "orphan-own-socket" "$project/orphan-own.txt" "ok own parent " \
   "an orphan's own socket in the project answers it" \
   "an orphan's own socket in the project"
+
+traced=1 orphan "$named" "$project/orphan-traced.txt" >/dev/null 2>&1
+verdict "orphan-granted-traced" "$project/orphan-traced.txt" "ok hi parent " \
+  "under --explain-denials too, whose tracer reaps what run adopted" \
+  "an orphan under --explain-denials, to the named socket"
 
 orphan "$unnamed" "$project/orphan-unnamed.txt" >/dev/null 2>&1
 verdict "orphan-refused" "$project/orphan-unnamed.txt" "errno 13 parent " \
