@@ -323,26 +323,23 @@ impl Prepared {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn confine(&self, cmd: &mut Command) {
-        // Without the session directory the tools keep their defaults,
-        // which the rest of the sandbox still confines.
-        let chosen: Vec<OsString> = cmd.get_envs().map(|(k, _)| k.to_os_string()).collect();
-        let set = self.environment_to_set(&|name| chosen.iter().any(|k| k == name));
         // A command that changes no variable is `exec`ed with this
         // process's environment as it is: the child adds the session's to
         // it, where setting them on `cmd` would make std copy every
         // variable before each `fork`. One that changes any has its copy
         // made anyway, and std installs it after the hooks: set on `cmd`.
-        let mut environment = Vec::new();
-        if inherits_environment(cmd) {
-            environment = set
+        // Without the session directory the tools keep their defaults,
+        // which the rest of the sandbox still confines.
+        let environment = if inherits_environment(cmd) {
+            // The command names no variable of its own.
+            self.environment_to_set(&|_| false)
                 .into_iter()
                 .filter_map(|(name, value)| crate::spawn::env_entry(OsStr::new(name), value).ok())
-                .collect();
+                .collect()
         } else {
-            for (name, value) in set {
-                cmd.env(name, value);
-            }
-        }
+            let _ = self.set_environment(cmd);
+            Vec::new()
+        };
         match self.connect.hook() {
             Ok(hook) => {
                 sys::confine_before_exec(

@@ -6,6 +6,8 @@
 
 use std::ffi::{CString, c_char};
 use std::io;
+
+use super::errno;
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::os::unix::process::CommandExt;
 use std::process::Command;
@@ -256,12 +258,6 @@ unsafe fn starts_with(s: *const c_char, prefix: &[u8]) -> bool {
         // not), so index `i` is within the string.
         (unsafe { *s.add(i) }) as u8 == b
     })
-}
-
-fn errno() -> i32 {
-    io::Error::last_os_error()
-        .raw_os_error()
-        .unwrap_or(libc::EIO)
 }
 
 /// Arranges for `cmd`'s child to enforce the ruleset `fd` and the terminal

@@ -29,3 +29,10 @@ pub(crate) use ptrace::*;
 pub(crate) use spawn::{
     Connect, Plan, SHELL, kill_and_reap, shares_tables, spawn, spawn_unsignalled, wait_pid,
 };
+
+/// The errno of the last failed call, `EIO` if there is none.
+fn errno() -> i32 {
+    std::io::Error::last_os_error()
+        .raw_os_error()
+        .unwrap_or(libc::EIO)
+}

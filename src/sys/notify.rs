@@ -7,6 +7,8 @@
 //! syscalls on memory the parent built, no allocation.
 
 use std::io;
+
+use super::errno;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd, RawFd};
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -85,12 +87,6 @@ fn seccomp_filter(prog: &SockFprog, flags: libc::c_ulong) -> Result<libc::c_long
     // call; the kernel copies the program and keeps no pointer to it.
     let ret = unsafe { libc::syscall(libc::SYS_seccomp, SECCOMP_SET_MODE_FILTER, flags, prog) };
     if ret < 0 { Err(errno()) } else { Ok(ret) }
-}
-
-fn errno() -> i32 {
-    io::Error::last_os_error()
-        .raw_os_error()
-        .unwrap_or(libc::EIO)
 }
 
 /// A `SOCK_SEQPACKET` pair, both ends close-on-exec: listeners travel from

@@ -14,6 +14,8 @@
 
 use std::ffi::{CStr, CString, c_char, c_int, c_void};
 use std::io;
+
+use super::errno;
 use std::os::fd::{FromRawFd, OwnedFd, RawFd};
 use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 
@@ -501,12 +503,6 @@ fn empty_signal_set() -> libc::sigset_t {
         libc::sigemptyset(&raw mut set);
         set
     }
-}
-
-fn errno() -> c_int {
-    io::Error::last_os_error()
-        .raw_os_error()
-        .unwrap_or(libc::EIO)
 }
 
 /// `waitpid(pid)`: the raw status once the child has ended (and is reaped),
