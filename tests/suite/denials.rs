@@ -13,11 +13,11 @@ use std::process::{Command, Output};
 
 use serde_json::Value;
 
-use super::support::copy_fixture;
 use super::support::{
     BIN, FakeHome, assert_exit, assert_success, output, require_tool, scratch_base, show,
 };
 use super::support::{Need, require, require_landlock};
+use super::support::{Stopped, copy_fixture};
 
 /// The ordinary user the tests run `run` as.
 const USER: u32 = 65534;
@@ -391,20 +391,12 @@ mod needs_landlock {
         let outside = h.home.join("outside.sock");
         let serve = "import os, socket, sys\n\
             s = socket.socket(socket.AF_UNIX); s.bind(sys.argv[1]); os.chmod(sys.argv[1], 0o777)\n\
-            s.listen(8); open(sys.argv[1] + '.up', 'w').close()\n\
+            s.listen(8); print('listening', flush=True)\n\
             while True: s.accept()[0].close()";
-        let mut server = Command::new(&python)
-            .args(["-c", serve])
-            .arg(&outside)
-            .spawn()
-            .expect("the stand-in outside");
-        let up = h.home.join("outside.sock.up");
-        for _ in 0..200 {
-            if up.exists() {
-                break;
-            }
-            std::thread::sleep(std::time::Duration::from_millis(25));
-        }
+        let _server = Stopped::listening(
+            Command::new(&python).args(["-c", serve]).arg(&outside),
+            "the stand-in outside",
+        );
         let script = format!(
             r#"id -u > uid
             eval "$(ssh-agent -s)" >/dev/null || exit 9
@@ -423,8 +415,6 @@ except OSError as e:
             quoted(&outside)
         );
         let out = run_as_user(&h, &[], &["sh", "-c", &script], None, &[]);
-        let _ = server.kill();
-        let _ = server.wait();
         assert_success(&out);
         assert_ran_as_the_user(&h);
         let read = |name: &str| fs::read_to_string(h.project.join(name)).unwrap_or_default();
