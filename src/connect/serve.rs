@@ -143,6 +143,16 @@ impl Served {
         true
     }
 
+    /// Whether the call `notif` (or the one it restarts) is being
+    /// performed on a thread of its own.
+    fn runs(&self, notif: &sys::Notification) -> bool {
+        self.performed.lock().is_ok_and(|performed| {
+            performed
+                .get(&(notif.pid as i32))
+                .is_some_and(|e| e.is(notif) && matches!(e.state, Stage::Running(_)))
+        })
+    }
+
     /// Notes a call about to be performed on a thread of its own.
     fn running(&self, notif: &sys::Notification) {
         if let Ok(mut performed) = self.performed.lock() {
@@ -289,33 +299,74 @@ struct Pending {
 /// The accepts of blocking sockets with no connection yet, watched by one
 /// thread of the supervisor's (an epoll set of their sockets): a waiting
 /// accept costs no thread of its own. Every quarter of a second it also
-/// lets go of those whose thread no longer waits, and ends with `EINTR`
-/// those with a signal pending.
+/// lets go of those whose thread no longer waits, and ends those with a
+/// signal pending ([`interruption`]), and the blocking connects performed
+/// on threads of their own ([`Waiter::watch_connect`]) likewise.
 pub(crate) struct Waiter {
     epoll: OwnedFd,
     next: std::sync::atomic::AtomicU64,
     pending: Mutex<HashMap<u64, Box<Pending>>>,
+    connects: Mutex<HashMap<u64, Connecting>>,
+}
+
+/// A blocking `connect` performed on a thread of its own: the
+/// notification its thread waits in (the call's, or a restart's).
+struct Connecting {
+    served: Arc<Served>,
+    id: u64,
+    tid: i32,
 }
 
 impl Waiter {
     /// Hands `pending` to the waiter of `shared`, started the first time;
     /// `Err(pending)` when it cannot be.
     fn watch(shared: &Shared, pending: Box<Pending>) -> Result<(), Box<Pending>> {
+        let Ok(waiter) = Waiter::of(shared) else {
+            return Err(pending);
+        };
+        waiter.add(pending)
+    }
+
+    /// The waiter of `shared`, started the first time.
+    fn of(shared: &Shared) -> Result<&Arc<Waiter>, i32> {
         let waiter = shared.waiter.get_or_init(|| {
             let waiter = Arc::new(Waiter {
                 epoll: sys::epoll_new().map_err(|e| errno_of(&e))?,
                 next: std::sync::atomic::AtomicU64::new(0),
                 pending: Mutex::new(HashMap::new()),
+                connects: Mutex::new(HashMap::new()),
             });
             let own = Arc::clone(&waiter);
             sys::spawn_unsignalled("strument-connect-accept".into(), move || Waiter::run(&own))
                 .map_err(|e| errno_of(&e))?;
             Ok(waiter)
         });
-        let Ok(waiter) = waiter else {
-            return Err(pending);
+        waiter.as_ref().map_err(|e| *e)
+    }
+
+    /// Watches the thread waiting in `notif`, a blocking `connect` being
+    /// performed on a thread of its own, for a signal: the kernel's own
+    /// connect would return for it (or restart), while this one may wait
+    /// for the kernel's connect timeout, two minutes to a host that never
+    /// answers. Unwatched when the waiter cannot start: the call then ends
+    /// as before, when the connect does.
+    fn watch_connect(shared: &Shared, served: &Arc<Served>, notif: &sys::Notification) {
+        let Ok(waiter) = Waiter::of(shared) else {
+            return;
         };
-        waiter.add(pending)
+        let token = waiter
+            .next
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        if let Ok(mut connects) = waiter.connects.lock() {
+            connects.insert(
+                token,
+                Connecting {
+                    served: Arc::clone(served),
+                    id: notif.id,
+                    tid: notif.pid as i32,
+                },
+            );
+        }
     }
 
     fn add(&self, pending: Box<Pending>) -> Result<(), Box<Pending>> {
@@ -341,7 +392,8 @@ impl Waiter {
     fn run(this: &Arc<Waiter>) {
         let mut swept = std::time::Instant::now();
         loop {
-            let idle = this.pending.lock().map_or(true, |map| map.is_empty());
+            let idle = this.pending.lock().map_or(true, |map| map.is_empty())
+                && this.connects.lock().map_or(true, |map| map.is_empty());
             if idle && Arc::strong_count(this) == 1 {
                 return;
             }
@@ -382,26 +434,54 @@ impl Waiter {
         }
     }
 
-    /// Lets go of the accepts whose thread no longer waits, and ends with
-    /// `EINTR` those whose thread has a signal pending ([`signal_pending`]):
-    /// the kernel's own accept would return for it (Ctrl-C in a Python
-    /// server, Ctrl-Z, a `SIGTERM`).
+    /// Lets go of the accepts and connects whose thread no longer waits,
+    /// and ends those whose thread has a signal pending, as the kernel's
+    /// own call would return for it (Ctrl-C in a Python server or client,
+    /// Ctrl-Z, a `SIGTERM`): with `ERESTARTSYS` where the thread will take
+    /// the signal, so that the kernel restarts the call after a handler
+    /// with `SA_RESTART` or a stop, and otherwise fails it with `EINTR`
+    /// ([`interruption`]). A connect goes on meanwhile on its own thread:
+    /// a restart of it waits for that connect, as the kernel's restarted
+    /// connect waits for the handshake under way, and after `EINTR` it
+    /// completes in the background, as POSIX says of an interrupted
+    /// connect.
     fn sweep(&self) {
-        let tokens: Vec<u64> = match self.pending.lock() {
+        let accepts: Vec<(u64, Option<i32>)> = match self.pending.lock() {
             Ok(map) => map
                 .iter()
-                .filter(|(_, p)| {
-                    !sys::still_waiting(&p.served.fd, p.notif.id) || signal_pending(p.accepting.tid)
+                .filter_map(|(token, p)| {
+                    if !sys::still_waiting(&p.served.fd, p.notif.id) {
+                        Some((*token, None))
+                    } else {
+                        interruption(p.accepting.tid).map(|errno| (*token, Some(errno)))
+                    }
                 })
-                .map(|(token, _)| *token)
                 .collect(),
             Err(_) => return,
         };
-        for token in tokens {
+        for (token, errno) in accepts {
             if let Some(p) = self.remove(token) {
-                p.served.answer_performed(&p.notif, Err(libc::EINTR));
+                p.served
+                    .answer_performed(&p.notif, Err(errno.unwrap_or(libc::EINTR)));
             }
         }
+        let Ok(mut connects) = self.connects.lock() else {
+            return;
+        };
+        connects.retain(|_, c| {
+            if !sys::still_waiting(&c.served.fd, c.id) {
+                return false;
+            }
+            match interruption(c.tid) {
+                // Only this wait is answered: the connect's own answer,
+                // when it ends, goes to a restart or is kept for one.
+                Some(errno) => {
+                    let _ = sys::answer(&c.served.fd, c.id, 0, errno);
+                    false
+                }
+                None => true,
+            }
+        });
     }
 }
 
@@ -504,25 +584,50 @@ impl Accepting {
     }
 }
 
-/// Whether thread `tid` has a signal pending that it neither blocks nor
-/// ignores (`/proc/TID/status`): one sent to it or to its process. Its
-/// wait for the supervisor's answer ends only for `SIGKILL` (a fatal
-/// signal is made one only when no signal is pending already), so a
-/// handler would not run, a stop would not stop it and, once a handled
-/// signal is pending, `SIGTERM` would not end it.
-fn signal_pending(tid: i32) -> bool {
-    let Ok(status) = std::fs::read_to_string(format!("/proc/{tid}/status")) else {
-        return false;
-    };
-    let mask = |field: &str| {
+/// The kernel's own code for a call to restart once its signal is
+/// handled (`<linux/errno.h>`, never seen by a program): after a handler
+/// with `SA_RESTART`, or a stop and `SIGCONT`, the call is made again;
+/// after any other handler it fails with `EINTR`.
+const ERESTARTSYS: i32 = 512;
+
+/// How to end the wait of thread `tid` in a call performed here, when it
+/// has a signal pending that it neither blocks nor ignores
+/// (`/proc/TID/status`); `None` when it has none. Its wait for the
+/// supervisor's answer ends only for `SIGKILL` (a fatal signal is made one
+/// only when no signal is pending already), so a handler would not run, a
+/// stop would not stop it and, once a handled signal is pending, `SIGTERM`
+/// would not end it.
+///
+/// `ERESTARTSYS` when the thread is sure to take the signal on its way
+/// back (a signal sent to the thread, or to a process of one thread): the
+/// kernel then does exactly what it does for its own interrupted calls.
+/// A signal sent to a process of several threads may be taken by another,
+/// and a thread that takes none would return the kernel's internal code
+/// to the program: `EINTR` then.
+fn interruption(tid: i32) -> Option<i32> {
+    let status = std::fs::read_to_string(format!("/proc/{tid}/status")).ok()?;
+    let field = |name: &str| {
         status
             .lines()
-            .find_map(|l| l.strip_prefix(field))
-            .and_then(|v| u64::from_str_radix(v.trim(), 16).ok())
+            .find_map(|l| l.strip_prefix(name))
+            .map(str::trim)
+    };
+    let mask = |name: &str| {
+        field(name)
+            .and_then(|v| u64::from_str_radix(v, 16).ok())
             .unwrap_or(0)
     };
-    let pending = mask("SigPnd:") | mask("ShdPnd:");
-    pending & !mask("SigBlk:") & !mask("SigIgn:") != 0
+    let deliverable = !mask("SigBlk:") & !mask("SigIgn:");
+    let own = mask("SigPnd:") & deliverable;
+    let shared = mask("ShdPnd:") & deliverable;
+    let alone = field("Threads:") == Some("1");
+    if own != 0 || (shared != 0 && alone) {
+        Some(ERESTARTSYS)
+    } else if shared != 0 {
+        Some(libc::EINTR)
+    } else {
+        None
+    }
 }
 
 /// Whether a connection taken from a confined server's socket comes from
@@ -641,6 +746,11 @@ fn handle(served: &Arc<Served>, notif: &sys::Notification, command: i32, shared:
         return;
     };
     if served.restarted(notif) {
+        // A restart waiting for a blocking connect still under way: its
+        // wait is watched for signals, as the first was.
+        if call == Call::Connect && served.runs(notif) {
+            Waiter::watch_connect(shared, served, notif);
+        }
         return;
     }
     // No descriptor: the kernel's answer, given without fetching one. (A
@@ -1240,6 +1350,9 @@ impl Work {
             }
         }
         served.running(&notif);
+        if self.call == Call::Connect {
+            Waiter::watch_connect(shared, served, &notif);
+        }
         let (served_too, shared_too) = (Arc::clone(served), Arc::clone(shared));
         let spawned = sys::spawn_unsignalled("strument-connect-call".into(), move || {
             let outcome = self

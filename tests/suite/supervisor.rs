@@ -136,6 +136,34 @@ fn confined_python_until_ready(h: &FakeHome, script: &str, dir: &Path) -> (Stopp
     (session, fs::read_to_string(&ready).unwrap_or_default())
 }
 
+/// What the confined command `session` printed on its standard output and
+/// error, once it ends or, killed, once `within` has passed.
+fn said_within(mut session: Stopped, within: std::time::Duration) -> (String, String) {
+    let deadline = std::time::Instant::now() + within;
+    while session.0.try_wait().ok().flatten().is_none() && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    // Still running: killed, so that its output ends.
+    let _ = session.0.kill();
+    outputs(&mut session)
+}
+
+/// Everything `session` writes on its standard output and error (piped),
+/// once it has closed both; then it is waited for.
+fn outputs(session: &mut Stopped) -> (String, String) {
+    use std::io::Read;
+    let mut said = String::new();
+    if let Some(mut out) = session.0.stdout.take() {
+        let _ = out.read_to_string(&mut said);
+    }
+    let mut err = String::new();
+    if let Some(mut out) = session.0.stderr.take() {
+        let _ = out.read_to_string(&mut err);
+    }
+    let _ = session.0.wait();
+    (said, err)
+}
+
 /// A Python server under `run`, waiting in `accept` on a unix socket in a
 /// directory of `/tmp` (`s`), then running `rest`: the process, the
 /// server's pid, and the directory, removed on drop.
@@ -1193,6 +1221,119 @@ mod needs_landlock {
         );
     }
 
+    /// A handled signal interrupts a mediated `accept` as it would the
+    /// kernel's: a handler with `SA_RESTART` lets the accept go on (the
+    /// kernel restarts it) and the connection that comes later is taken;
+    /// one without ends it with `EINTR`. The program calls the C library's
+    /// `accept` itself: Python's own would take `EINTR` again (PEP 475).
+    #[test]
+    fn a_signal_restarts_a_mediated_accept_or_interrupts_it_as_its_handler_asks() {
+        let h = FakeHome::new();
+        for (restart, expected) in [(true, "accepted"), (false, "EINTR")] {
+            let (session, _pid, _dir) = python_waiting_in_accept(
+                &h,
+                &format!(
+                    "import ctypes, errno, signal, time\n\
+                     libc = ctypes.CDLL(None, use_errno=True)\n\
+                     signal.signal(signal.SIGUSR1, lambda *a: None)\n\
+                     signal.siginterrupt(signal.SIGUSR1, {})\n\
+                     me = os.getpid()\n\
+                     if os.fork() == 0:\n\
+                     \x20   time.sleep(0.5)\n\
+                     \x20   os.kill(me, signal.SIGUSR1)\n\
+                     \x20   time.sleep(1.0)\n\
+                     \x20   c = socket.socket(socket.AF_UNIX)\n\
+                     \x20   c.connect(os.path.join(d, 'srv.sock'))\n\
+                     \x20   os._exit(0)\n\
+                     r = libc.accept(s.fileno(), None, None)\n\
+                     print('accepted' if r >= 0 else errno.errorcode.get(ctypes.get_errno()), flush=True)\n\
+                     os.wait()\n",
+                    if restart { "False" } else { "True" }
+                ),
+            );
+            let (said, err) = said_within(session, std::time::Duration::from_secs(10));
+            assert_eq!(
+                said.trim(),
+                expected,
+                "with SA_RESTART {restart}: the accept answered {said:?}\n{err}"
+            );
+        }
+    }
+
+    /// A blocking `connect` to a host that never answers, which the
+    /// supervisor performs on a thread of its own, takes signals as the
+    /// kernel's connect does, not only once the kernel gives up two
+    /// minutes later: a handler with `SA_RESTART` does not end it (the
+    /// kernel restarts it, and it waits on for the same handshake), one
+    /// without ends it with `EINTR` at once. The host is 10.99.0.2 in a
+    /// network namespace of the test's own whose only route sends it to
+    /// the loopback device, where nothing answers it.
+    #[test]
+    fn a_blocking_connect_to_a_host_that_never_answers_takes_signals_as_the_kernels_does() {
+        let h = FakeHome::new();
+        require_landlock();
+        require_tool("ip", "iproute2");
+        let unshare = require_tool("unshare", "util-linux");
+        let script = "import ctypes, errno, os, signal, socket, struct, time\n\
+             libc = ctypes.CDLL(None, use_errno=True)\n\
+             signal.signal(signal.SIGUSR1, lambda *a: None)\n\
+             signal.siginterrupt(signal.SIGUSR1, False)\n\
+             signal.signal(signal.SIGUSR2, lambda *a: None)\n\
+             signal.siginterrupt(signal.SIGUSR2, True)\n\
+             s = socket.socket()\n\
+             a = struct.pack('=H', socket.AF_INET) + struct.pack('!H', 80) + socket.inet_aton('10.99.0.2') + bytes(8)\n\
+             me = os.getpid()\n\
+             if os.fork() == 0:\n\
+             \x20   time.sleep(0.5)\n\
+             \x20   os.kill(me, signal.SIGUSR1)\n\
+             \x20   time.sleep(1.5)\n\
+             \x20   os.kill(me, signal.SIGUSR2)\n\
+             \x20   os._exit(0)\n\
+             t = time.monotonic()\n\
+             r = libc.connect(s.fileno(), a, len(a))\n\
+             e = errno.errorcode.get(ctypes.get_errno())\n\
+             print(r, e, round(time.monotonic() - t, 1), flush=True)\n\
+             os.wait()\n";
+        let mut cmd = Command::new(unshare);
+        cmd.args([
+            "-n",
+            "sh",
+            "-c",
+            "ip link set lo up && ip route add 10.99.0.0/24 dev lo && exec \"$@\"",
+            "sh",
+            support::BIN,
+            "run",
+            "--project",
+        ])
+        .arg(&h.project)
+        .args(["--", &py(), "-c", script]);
+        h.env(&mut cmd);
+        cmd.current_dir(&h.project);
+        let session = Stopped(
+            cmd.stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .expect("start the confined client"),
+        );
+        let (said, err) = said_within(session, std::time::Duration::from_secs(15));
+        let fields: Vec<&str> = said.split_whitespace().collect();
+        let waited: f64 = fields
+            .get(2)
+            .and_then(|t| t.parse().ok())
+            .unwrap_or(f64::MAX);
+        assert_eq!(
+            fields.get(..2),
+            Some(&["-1", "EINTR"][..]),
+            "the connect answered {said:?}\n{err}"
+        );
+        // SIGUSR1 came at 0.5 s and did not end it; SIGUSR2 at 2 s did,
+        // within the supervisor's quarter of a second.
+        assert!(
+            (1.9..3.0).contains(&waited),
+            "the connect ended after {waited} s, not at the second signal: {said:?}\n{err}"
+        );
+    }
+
     /// A server polling edge-triggered (as tokio does) hears of a
     /// connection once: one from inside queued behind a refused one from
     /// outside is handed over by the same `accept`, not left waiting for
@@ -1232,17 +1373,7 @@ mod needs_landlock {
         let outside = std::os::unix::net::UnixStream::connect(dir.path().join("srv.sock"));
         fs::write(dir.path().join("outside"), "").expect("tell the server");
         let mut session = session;
-        let mut printed = String::new();
-        if let Some(mut out) = session.0.stdout.take() {
-            use std::io::Read;
-            let _ = out.read_to_string(&mut printed);
-        }
-        let mut err = String::new();
-        if let Some(mut e) = session.0.stderr.take() {
-            use std::io::Read;
-            let _ = e.read_to_string(&mut err);
-        }
-        let _ = session.0.wait();
+        let (printed, err) = outputs(&mut session);
         drop(outside);
         assert_eq!(
             printed.trim(),
