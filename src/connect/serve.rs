@@ -505,9 +505,27 @@ enum Taken {
     WouldWait,
 }
 
-/// Serializes the accepts taken here on blocking sockets, each made
-/// non-blocking for its `accept4` alone (see [`Accepting::take`]).
-static NONBLOCKING_ACCEPT: Mutex<()> = Mutex::new(());
+/// Serializes the accepts and connects tried here without waiting
+/// ([`without_waiting`]), so that two of them never undo each other.
+static NONBLOCKING: Mutex<()> = Mutex::new(());
+
+/// Makes `call` on `fd` without waiting: a socket the command left
+/// blocking is made non-blocking for that one call (its flags read once,
+/// set, and set back); also `true` when it was blocking. The command's
+/// thread waits in the very call performed here, and its others have no
+/// use for the socket meanwhile (one being connected, or listening, whose
+/// accepts all wait here), so none of them sees the change.
+fn without_waiting<T>(fd: BorrowedFd<'_>, call: impl FnOnce() -> T) -> (T, bool) {
+    let _one = NONBLOCKING.lock();
+    let flags = sys::status_flags(fd).unwrap_or(libc::O_NONBLOCK);
+    if flags & libc::O_NONBLOCK != 0 {
+        return (call(), false);
+    }
+    let _ = sys::set_status_flags(fd, flags | libc::O_NONBLOCK);
+    let result = call();
+    let _ = sys::set_status_flags(fd, flags);
+    (result, true)
+}
 
 impl Accepting {
     /// Takes the first connection from inside, refusing those from
@@ -515,22 +533,11 @@ impl Accepting {
     /// with none left).
     fn take(&self, shared: &Shared) -> Taken {
         let fd = self.socket.as_fd();
-        let blocking = !sys::is_nonblocking(fd).unwrap_or(true);
         let own_flags = libc::SOCK_CLOEXEC | (self.flags & libc::SOCK_NONBLOCK);
         loop {
-            // Never waiting here: a blocking socket is made non-blocking
-            // for this one call. Its threads' accepts all wait here, not in
-            // the kernel, so none of them sees it; the lock keeps two of
-            // these from undoing each other.
-            let taken = if blocking {
-                let _one = NONBLOCKING_ACCEPT.lock();
-                let _ = sys::set_nonblocking(fd, true);
-                let taken = sys::accept4(fd, own_flags);
-                let _ = sys::set_nonblocking(fd, false);
-                taken
-            } else {
-                sys::accept4(fd, own_flags)
-            };
+            // Never waiting here (a blocking socket's accepts wait in the
+            // Waiter).
+            let (taken, blocking) = without_waiting(fd, || sys::accept4(fd, own_flags));
             match taken {
                 Ok(conn) if from_inside(&conn) => return Taken::Connection(conn),
                 Ok(conn) => {
@@ -1337,11 +1344,44 @@ fn continue_bind(
     let _ = sys::answer_continue(listener, notif.id);
 }
 
+/// How long a connect on this machine may keep the listener waiting for
+/// its handshake before it moves to a thread of its own: a loopback
+/// handshake takes microseconds, but ends after the non-blocking connect
+/// has returned.
+const HANDSHAKE_INLINE_MS: i32 = 5;
+
+/// Connects `fd` to `address` without waiting long ([`without_waiting`]);
+/// `None` when that would wait on a socket the command left blocking: a
+/// TCP handshake not done within [`HANDSHAKE_INLINE_MS`] (a server on this
+/// machine whose queue is full drops the first `SYN`), a unix server whose
+/// backlog is full. The connect made again on a thread of its own then
+/// waits, as the command's would have: for the same handshake (a blocking
+/// connect of a socket already connecting waits for it to end), or for
+/// room in the backlog.
+fn connect_without_waiting(fd: BorrowedFd<'_>, address: &[u8]) -> Option<Outcome> {
+    match without_waiting(fd, || sys::connect(fd, address)) {
+        (Err(e), true) if e.raw_os_error() == Some(libc::EINPROGRESS) => {
+            match sys::writable_within(fd, HANDSHAKE_INLINE_MS) {
+                // Done: its result, as the blocking connect would return it.
+                Ok(true) => Some(match sys::int_option(fd, libc::SO_ERROR) {
+                    Ok(0) => Ok(0),
+                    Ok(errno) => Err(errno),
+                    Err(e) => Err(errno_of(&e)),
+                }),
+                _ => None,
+            }
+        }
+        (Err(e), true) if e.raw_os_error() == Some(libc::EAGAIN) => None,
+        (tried, _) => Some(tried.map(|()| 0).map_err(|e| errno_of(&e))),
+    }
+}
+
 impl Work {
     /// Performs the call and answers. A call that may wait long (a
-    /// handshake with another host, a full send queue of a blocking
-    /// socket) is performed on a thread of its own so the listener keeps
-    /// serving the others.
+    /// handshake with another host, a server on this machine whose queue
+    /// of connections is full, a full send queue of a blocking socket) is
+    /// performed on a thread of its own so the listener keeps serving the
+    /// others.
     fn run(mut self, served: &Arc<Served>, notif: sys::Notification, shared: &Arc<Shared>) {
         if !self.may_block() {
             if let Some(outcome) = self.perform(true, shared) {
@@ -1380,13 +1420,16 @@ impl Work {
         remote && !sys::is_nonblocking(self.socket.as_fd()).unwrap_or(true)
     }
 
-    /// Performs the call; `None` when a send would wait on a socket the
-    /// command left blocking and `first_try` asked not to wait: then it is
-    /// performed again, waiting, on a thread of its own.
+    /// Performs the call; `None` when a connect or a send would wait on a
+    /// socket the command left blocking and `first_try` asked not to wait:
+    /// then it is performed again, waiting, on a thread of its own.
     fn perform(&mut self, first_try: bool, shared: &Shared) -> Option<Outcome> {
         let fd = self.socket.as_fd();
         let address = self.messages.first().and_then(|m| m.address.as_deref());
         let result = match (self.call, address) {
+            (Call::Connect, Some(address)) if first_try => {
+                return connect_without_waiting(fd, address);
+            }
             (Call::Connect, Some(address)) => sys::connect(fd, address).map(|()| 0),
             // A port's bind (a unix socket's is the kernel's: continue_bind).
             (Call::Bind, Some(address)) => sys::bind(fd, address).map(|()| 0),

@@ -949,18 +949,40 @@ pub(crate) fn epoll_del(epoll: &OwnedFd, fd: RawFd) -> io::Result<()> {
     cvt(ret.into()).map(drop)
 }
 
-/// Sets or clears `O_NONBLOCK` on the open file description of `fd`.
-pub(crate) fn set_nonblocking(fd: BorrowedFd<'_>, on: bool) -> io::Result<()> {
+/// Whether `fd` becomes writable within `timeout_ms` (`poll`, retried on
+/// `EINTR`); `POLLERR` and `POLLHUP` count: a connect that failed is done.
+pub(crate) fn writable_within(fd: BorrowedFd<'_>, timeout_ms: i32) -> io::Result<bool> {
+    let mut pfd = libc::pollfd {
+        fd: fd.as_raw_fd(),
+        events: libc::POLLOUT,
+        revents: 0,
+    };
+    loop {
+        // SAFETY: one pollfd, writable, for the length given.
+        let ret = unsafe { libc::poll(&raw mut pfd, 1, timeout_ms) };
+        if ret >= 0 {
+            return Ok(ret > 0);
+        }
+        let e = io::Error::last_os_error();
+        if e.raw_os_error() != Some(libc::EINTR) {
+            return Err(e);
+        }
+    }
+}
+
+/// The status flags (`F_GETFL`) of the open file description of `fd`.
+pub(crate) fn status_flags(fd: BorrowedFd<'_>) -> io::Result<i32> {
     // SAFETY: F_GETFL takes no pointer.
     let flags = unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_GETFL) };
     if flags < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    let flags = if on {
-        flags | libc::O_NONBLOCK
+        Err(io::Error::last_os_error())
     } else {
-        flags & !libc::O_NONBLOCK
-    };
+        Ok(flags)
+    }
+}
+
+/// Sets the status flags (`F_SETFL`) of the open file description of `fd`.
+pub(crate) fn set_status_flags(fd: BorrowedFd<'_>, flags: i32) -> io::Result<()> {
     // SAFETY: F_SETFL takes an integer.
     cvt(unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_SETFL, flags) }.into()).map(drop)
 }

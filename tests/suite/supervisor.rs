@@ -122,18 +122,24 @@ fn confined_python_until_ready(h: &FakeHome, script: &str, dir: &Path) -> (Stopp
         &[],
         &[&py(), "-c", script, dir.to_str().expect("UTF-8 path")],
     );
-    let session = Stopped(
-        cmd.stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::piped())
-            .spawn()
-            .expect("start the confined server"),
-    );
+    let session = piped(&mut cmd);
     let ready = dir.join("ready");
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
     while !ready.exists() && std::time::Instant::now() < deadline {
         std::thread::sleep(std::time::Duration::from_millis(50));
     }
     (session, fs::read_to_string(&ready).unwrap_or_default())
+}
+
+/// `cmd` started with its standard output and error piped, killed if
+/// dropped while it runs.
+fn piped(cmd: &mut Command) -> Stopped {
+    Stopped(
+        cmd.stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("start the confined command"),
+    )
 }
 
 /// What the confined command `session` printed on its standard output and
@@ -1309,13 +1315,7 @@ mod needs_landlock {
         .args(["--", &py(), "-c", script]);
         h.env(&mut cmd);
         cmd.current_dir(&h.project);
-        let session = Stopped(
-            cmd.stdout(std::process::Stdio::piped())
-                .stderr(std::process::Stdio::piped())
-                .spawn()
-                .expect("start the confined client"),
-        );
-        let (said, err) = said_within(session, std::time::Duration::from_secs(15));
+        let (said, err) = said_within(piped(&mut cmd), std::time::Duration::from_secs(15));
         let fields: Vec<&str> = said.split_whitespace().collect();
         let waited: f64 = fields
             .get(2)
@@ -1332,6 +1332,65 @@ mod needs_landlock {
             (1.9..3.0).contains(&waited),
             "the connect ended after {waited} s, not at the second signal: {said:?}\n{err}"
         );
+    }
+
+    /// A connect that waits for a server on this machine, whose queue of
+    /// connections is full, waits alone, as the kernel's would: the
+    /// command's other connects go on meanwhile, so the server's own
+    /// thread reaches its `accept` and the waiting one completes. Were the
+    /// supervisor to wait in it, every call of the command would wait
+    /// behind it, that `accept` included: for a unix socket, for ever.
+    #[test]
+    fn a_connect_waiting_for_a_full_queue_does_not_hold_the_commands_other_calls() {
+        let h = FakeHome::new();
+        let script = "import os, socket, sys, threading, time\n\
+             d, family = sys.argv[1], sys.argv[2]\n\
+             def server(name):\n\
+             \x20   if family == 'unix':\n\
+             \x20       s = socket.socket(socket.AF_UNIX)\n\
+             \x20       s.bind(os.path.join(d, name))\n\
+             \x20   else:\n\
+             \x20       s = socket.socket()\n\
+             \x20       s.bind(('127.0.0.1', 0))\n\
+             \x20   s.listen(0)\n\
+             \x20   return s, s.getsockname()\n\
+             def client(addr):\n\
+             \x20   c = socket.socket(socket.AF_UNIX if family == 'unix' else socket.AF_INET)\n\
+             \x20   c.connect(addr)\n\
+             \x20   return c\n\
+             full, full_addr = server('full.sock')\n\
+             other, other_addr = server('other.sock')\n\
+             first = client(full_addr)\n\
+             done = []\n\
+             t = threading.Thread(target=lambda: done.append(client(full_addr)), daemon=True)\n\
+             t.start()\n\
+             time.sleep(0.5)\n\
+             start = time.monotonic()\n\
+             client(other_addr)\n\
+             took = time.monotonic() - start\n\
+             full.accept()\n\
+             t.join(8)\n\
+             print('other', 'at once' if took < 0.3 else 'after %.1f s' % took, 'waiting one', 'done' if done else 'still waiting', flush=True)\n";
+        for family in ["unix", "tcp"] {
+            let dir = tempfile::tempdir_in(&h.project).expect("a directory in the project");
+            let mut cmd = h.run_command(
+                &h.project,
+                &[],
+                &[
+                    &py(),
+                    "-c",
+                    script,
+                    dir.path().to_str().expect("UTF-8"),
+                    family,
+                ],
+            );
+            let (said, err) = said_within(piped(&mut cmd), std::time::Duration::from_secs(15));
+            assert_eq!(
+                said.trim(),
+                "other at once waiting one done",
+                "{family}: {said:?}\n{err}"
+            );
+        }
     }
 
     /// A server polling edge-triggered (as tokio does) hears of a
