@@ -153,6 +153,25 @@ impl Served {
         })
     }
 
+    /// Ends with `ERESTARTSYS` the wait of a thread in `notif`, a call not
+    /// performed, for a signal it is sure to take ([`interruption`]); when
+    /// it no longer waits there (a kernel before 5.19 restarted the call
+    /// itself), the restart to come gets `EINTR`, as a call that ended so
+    /// would: never the kernel's internal code, which that thread, with no
+    /// signal left to take, would hand the program.
+    fn interrupt(&self, notif: &sys::Notification) {
+        if let Ok(mut performed) = self.performed.lock() {
+            if answer(&self.fd, notif.id, Err(ERESTARTSYS)).is_ok() {
+                let tid = notif.pid as i32;
+                if performed.get(&tid).is_some_and(|e| e.is(notif)) {
+                    performed.remove(&tid);
+                }
+                return;
+            }
+        }
+        self.answer_performed(notif, Err(libc::EINTR));
+    }
+
     /// Notes a call about to be performed on a thread of its own.
     fn running(&self, notif: &sys::Notification) {
         if let Ok(mut performed) = self.performed.lock() {
@@ -461,8 +480,10 @@ impl Waiter {
         };
         for (token, errno) in accepts {
             if let Some(p) = self.remove(token) {
-                p.served
-                    .answer_performed(&p.notif, Err(errno.unwrap_or(libc::EINTR)));
+                match errno {
+                    Some(ERESTARTSYS) => p.served.interrupt(&p.notif),
+                    _ => p.served.answer_performed(&p.notif, Err(libc::EINTR)),
+                }
             }
         }
         let Ok(mut connects) = self.connects.lock() else {
@@ -1771,6 +1792,29 @@ mod tests {
         // The thread moved on to another call: the result is forgotten.
         assert!(!served.restarted(&notification(7, 6, 44, 3)));
         assert_eq!(kept(7), None);
+    }
+
+    #[test]
+    fn an_interrupt_that_finds_the_thread_gone_leaves_eintr_for_its_restart() {
+        // Answers on this descriptor fail, as for a thread gone from its wait
+        // (a kernel before 5.19 restarted the call itself).
+        let fd = OwnedFd::from(File::open("/dev/null").expect("open /dev/null"));
+        let served = Served::new(fd);
+        let accept = notification(7, 1, 43, 3);
+        served.running(&accept);
+        served.interrupt(&accept);
+        let kept = served
+            .performed
+            .lock()
+            .expect("lock")
+            .get(&7)
+            .map(|e| match e.state {
+                Stage::Done(outcome) => Some(outcome),
+                Stage::Running(_) => None,
+            });
+        // Never ERESTARTSYS, which the restart's thread would hand the
+        // program as an errno.
+        assert_eq!(kept, Some(Some(Err(libc::EINTR))));
     }
 
     #[test]
