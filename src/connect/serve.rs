@@ -1765,11 +1765,17 @@ mod tests {
         assert!(served.fetch(me, served.fd.as_raw_fd()).is_ok());
     }
 
+    /// A listener on which every answer fails, as for a thread gone from
+    /// its wait.
+    fn gone_from_its_wait() -> Served {
+        Served::new(OwnedFd::from(
+            File::open("/dev/null").expect("open /dev/null"),
+        ))
+    }
+
     #[test]
     fn a_restarted_call_gets_the_first_call_s_result_and_another_call_does_not() {
-        // Answers on this descriptor fail, as for a thread gone from its wait.
-        let fd = OwnedFd::from(File::open("/dev/null").expect("open /dev/null"));
-        let served = Served::new(fd);
+        let served = gone_from_its_wait();
         let first = notification(7, 1, 46, 3);
         // Running on a thread of its own: a restart waits for it.
         served.running(&first);
@@ -1796,10 +1802,8 @@ mod tests {
 
     #[test]
     fn an_interrupt_that_finds_the_thread_gone_leaves_eintr_for_its_restart() {
-        // Answers on this descriptor fail, as for a thread gone from its wait
-        // (a kernel before 5.19 restarted the call itself).
-        let fd = OwnedFd::from(File::open("/dev/null").expect("open /dev/null"));
-        let served = Served::new(fd);
+        // As when a kernel before 5.19 restarted the call itself.
+        let served = gone_from_its_wait();
         let accept = notification(7, 1, 43, 3);
         served.running(&accept);
         served.interrupt(&accept);
