@@ -6,13 +6,12 @@
 
 use std::ffi::{CString, c_char};
 use std::io;
-
-use super::errno;
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::os::unix::process::CommandExt;
 use std::process::Command;
 use std::sync::Arc;
 
+use super::errno;
 use super::landlock::RESTRICT_SELF_TSYNC;
 use super::notify::{install_listener, send_listener};
 use super::seccomp::install_seccomp_filter;

@@ -7,11 +7,10 @@
 //! syscalls on memory the parent built, no allocation.
 
 use std::io;
-
-use super::errno;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd, RawFd};
 use std::sync::atomic::{AtomicBool, Ordering};
 
+use super::errno;
 use crate::terminal::SockFilter;
 
 /// `SECCOMP_SET_MODE_FILTER` of `<linux/seccomp.h>`.

@@ -14,12 +14,11 @@
 
 use std::ffi::{CStr, CString, c_char, c_int, c_void};
 use std::io;
-
-use super::errno;
 use std::os::fd::{FromRawFd, OwnedFd, RawFd};
 use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 
 use super::confine::{Listener, install_shared_listener, restrict_self_raw};
+use super::errno;
 use super::fds::cloexec_all_but;
 use crate::terminal::SockFilter;
 

@@ -11,11 +11,11 @@ use std::process::Command;
 use strument_sandbox::{ApplyError, Policy, SkipReason};
 
 use super::support::in_a_single_threaded_fork;
-use super::support::project_only;
 use super::support::require_landlock;
 use super::support::sessions_parent;
 use super::support::test_name;
 use super::support::{FakeHome, assert_success, in_child, output, require_tool, show};
+use super::support::{applied_environment, project_only};
 
 /// A policy granting `h`'s project and `root`.
 fn project_and(h: &FakeHome, root: &Path) -> Policy {
@@ -140,11 +140,7 @@ mod needs_landlock {
     fn the_session_variables_reach_the_child_beside_its_own_and_never_over_them() {
         let h = FakeHome::new();
         let prepared = project_only(&h).prepare().expect("prepare");
-        let applied: Vec<_> = prepared
-            .environment()
-            .iter()
-            .filter(|s| s.applied())
-            .collect();
+        let applied = applied_environment(&prepared);
         assert!(
             applied.len() >= 2,
             "fewer than two session variables apply in this test's environment: \

@@ -1,7 +1,8 @@
 //! `run --explain-denials` as an ORDINARY user on this kernel: the command
 //! is traced by the unconfined `run`, and each refused write is reported
 //! with what would allow it. Also what only an ordinary user meets without
-//! the flag: an ssh-agent the command starts (a non-dumpable process). The tests run as root here, so each drops to
+//! the flag: an ssh-agent the command starts (a non-dumpable process). The
+//! tests run as root here, so each drops to
 //! `nobody` (uid 65534) with `setpriv` for the whole `run`, in a fake home
 //! that user owns (not under a temporary root). Needs Landlock, util-linux
 //! (`setpriv`, `unshare`), and crates.io once for the cargo fixture.

@@ -10,7 +10,7 @@ use std::os::unix::process::ExitStatusExt;
 use strument_sandbox::spawn::Spawn;
 
 use super::support::FakeHome;
-use super::support::project_only;
+use super::support::{applied_environment, project_only};
 
 /// `tests/fixtures/sockets.py`: a stand-in service and its client.
 fn sockets_py() -> std::path::PathBuf {
@@ -192,10 +192,8 @@ mod needs_landlock {
     fn a_spawned_child_gets_the_same_environment_as_a_confined_command() {
         let h = FakeHome::new();
         let prepared = project_only(&h).prepare().expect("prepare");
-        let applied: Vec<_> = prepared
-            .environment()
+        let applied: Vec<_> = applied_environment(&prepared)
             .iter()
-            .filter(|s| s.applied())
             .map(|s| format!("{}={}", s.variable, s.value.to_string_lossy()))
             .collect();
         assert!(

@@ -480,6 +480,18 @@ pub fn project_only(h: &FakeHome) -> strument_sandbox::Policy {
     }
 }
 
+/// The session variables `prepared` gives a command in this test's
+/// environment (those neither this process nor the command sets).
+pub fn applied_environment(
+    prepared: &strument_sandbox::Prepared,
+) -> Vec<&strument_sandbox::environment::Setting> {
+    prepared
+        .environment()
+        .iter()
+        .filter(|s| s.applied())
+        .collect()
+}
+
 /// Asserts the calling test may confine (it sits in `needs_landlock`) and
 /// this kernel enforces Landlock; returns what the probe found. Every
 /// confined run of a [`FakeHome`] asks this first.
