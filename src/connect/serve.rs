@@ -15,6 +15,7 @@ use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::{FileTypeExt, MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use super::filter::{self, Call};
 use super::message::{self, Cmsg, Header, Layout};
@@ -409,7 +410,7 @@ impl Waiter {
 
     /// Ends once its supervisor is gone and nothing waits.
     fn run(this: &Arc<Waiter>) {
-        let mut swept = std::time::Instant::now();
+        let mut swept = Instant::now();
         loop {
             let idle = this.pending.lock().map_or(true, |map| map.is_empty())
                 && this.connects.lock().map_or(true, |map| map.is_empty());
@@ -447,7 +448,7 @@ impl Waiter {
                 }
             }
             if swept.elapsed() >= std::time::Duration::from_millis(250) {
-                swept = std::time::Instant::now();
+                swept = Instant::now();
                 this.sweep();
             }
         }
@@ -1405,7 +1406,7 @@ impl Work {
     /// others.
     fn run(mut self, served: &Arc<Served>, notif: sys::Notification, shared: &Arc<Shared>) {
         if !self.may_block() {
-            if let Some(outcome) = self.perform(true, shared) {
+            if let Some(outcome) = self.perform(None, shared) {
                 self.finish(served, &notif, shared, outcome);
                 return;
             }
@@ -1416,8 +1417,12 @@ impl Work {
         }
         let (served_too, shared_too) = (Arc::clone(served), Arc::clone(shared));
         let spawned = sys::spawn_unsignalled("strument-connect-call".into(), move || {
+            let waiting = Waiting {
+                served: &served_too,
+                notif: &notif,
+            };
             let outcome = self
-                .perform(false, &shared_too)
+                .perform(Some(&waiting), &shared_too)
                 .unwrap_or(Err(libc::EAGAIN));
             self.finish(&served_too, &notif, &shared_too, outcome);
         });
@@ -1442,13 +1447,14 @@ impl Work {
     }
 
     /// Performs the call; `None` when a connect or a send would wait on a
-    /// socket the command left blocking and `first_try` asked not to wait:
-    /// then it is performed again, waiting, on a thread of its own.
-    fn perform(&mut self, first_try: bool, shared: &Shared) -> Option<Outcome> {
+    /// socket the command left blocking and no thread `waiting` for it is
+    /// given (the first try, on the listener's thread): then it is
+    /// performed again, waiting, on a thread of its own.
+    fn perform(&mut self, waiting: Option<&Waiting<'_>>, shared: &Shared) -> Option<Outcome> {
         let fd = self.socket.as_fd();
         let address = self.messages.first().and_then(|m| m.address.as_deref());
         let result = match (self.call, address) {
-            (Call::Connect, Some(address)) if first_try => {
+            (Call::Connect, Some(address)) if waiting.is_none() => {
                 return connect_without_waiting(fd, address);
             }
             (Call::Connect, Some(address)) => sys::connect(fd, address).map(|()| 0),
@@ -1457,7 +1463,7 @@ impl Work {
             (Call::Connect | Call::Bind, None) => return Some(Err(libc::EINVAL)),
             (Call::Accept | Call::Accept4, _) => return Some(Err(libc::ENOSYS)),
             (Call::SendTo | Call::SendMsg | Call::SendMmsg, _) => {
-                return self.send(first_try, shared);
+                return self.send(waiting, shared);
             }
         };
         Some(result.map_err(|e| errno_of(&e)))
@@ -1465,15 +1471,20 @@ impl Work {
 
     /// Sends the messages not sent yet, one by one, stopping at the first
     /// that fails. Always with `MSG_NOSIGNAL`: a closed peer's `SIGPIPE`
-    /// is the thread's (see [`Work::finish`]), not this process's.
-    fn send(&mut self, first_try: bool, shared: &Shared) -> Option<Outcome> {
+    /// is the thread's (see [`Work::finish`]), not this process's. And
+    /// never waiting in the kernel: a send that would wait on a socket the
+    /// command left blocking goes to a thread of its own (`None`, with no
+    /// thread `waiting`), which waits here for room, for the socket's send
+    /// timeout and for a signal to the thread ([`Room`]), so that Ctrl-C
+    /// or `SIGTERM` ends the send as they end the kernel's own.
+    fn send(&mut self, waiting: Option<&Waiting<'_>>, shared: &Shared) -> Option<Outcome> {
         let fd = self.socket.as_fd();
         let may_wait =
             self.flags & libc::MSG_DONTWAIT == 0 && !sys::is_nonblocking(fd).unwrap_or(true);
-        let mut flags = self.flags | libc::MSG_NOSIGNAL;
-        if first_try {
-            flags |= libc::MSG_DONTWAIT;
-        }
+        let flags = self.flags | libc::MSG_NOSIGNAL | libc::MSG_DONTWAIT;
+        // Made at the first wait, as the kernel's send timeout counts the
+        // time spent waiting: a send that never waits reads no option.
+        let mut room: Option<Room<'_>> = None;
         while let Some(message) = self.messages.get_mut(self.sent) {
             let data = &message.data[message.sent..];
             // Control messages go with a message's first bytes only.
@@ -1492,24 +1503,39 @@ impl Work {
             match sent {
                 Ok(n) => {
                     message.sent += n;
+                    if let Some(room) = room.as_mut() {
+                        room.sent();
+                    }
                     if message.udp_local {
                         shared.learn_address(fd, Transport::Udp);
                     }
                     // A blocking stream socket takes the whole buffer, as
                     // the kernel's own send waits until it has: the rest,
-                    // waiting.
+                    // waiting (on a thread of its own).
                     if self.stream && may_wait && n > 0 && message.sent < message.data.len() {
-                        if first_try {
-                            return None;
-                        }
+                        waiting?;
                         continue;
                     }
                     self.sent += 1;
+                    // The next message of a `sendmmsg` is a send of its
+                    // own, with a send timeout of its own.
+                    room = None;
                 }
                 // Would wait, on a socket the command left blocking: wait
                 // for it, the way the command would have.
-                Err(e) if first_try && e.raw_os_error() == Some(libc::EAGAIN) && may_wait => {
-                    return None;
+                Err(e) if e.raw_os_error() == Some(libc::EAGAIN) && may_wait => {
+                    let waiting = waiting?;
+                    match room.get_or_insert_with(|| Room::new(fd)).wait(waiting) {
+                        Ok(()) => {}
+                        // The send timeout, or a signal: what went out is
+                        // the result, as the kernel's send returns it.
+                        Err(_) if message.sent > 0 => {
+                            self.sent += 1;
+                            break;
+                        }
+                        Err(errno) if self.sent == 0 => return Some(Err(errno)),
+                        Err(_) => break,
+                    }
                 }
                 // Part of it went out: that part's count.
                 Err(_) if message.sent > 0 => {
@@ -1556,7 +1582,104 @@ impl Work {
                 let _ = sys::tgkill(tgid, tid, libc::SIGPIPE);
             }
         }
-        served.answer_performed(notif, outcome);
+        if outcome == Err(ERESTARTSYS) {
+            served.interrupt(notif);
+        } else {
+            served.answer_performed(notif, outcome);
+        }
+    }
+}
+
+/// The thread a call performed on a thread of the supervisor's is for.
+struct Waiting<'a> {
+    served: &'a Served,
+    notif: &'a sys::Notification,
+}
+
+/// How long a send waits for room before it looks for a signal again.
+const SIGNAL_EVERY: Duration = Duration::from_millis(250);
+
+/// The longest pause between tries of a send that `poll` finds room for
+/// and the kernel still refuses: an unconnected datagram socket is
+/// writable whatever the queue of the socket it sends to.
+const MOST_BACKOFF: Duration = Duration::from_millis(64);
+
+/// A blocking send's wait for room, performed here without blocking in
+/// the kernel: `poll` for `POLLOUT`, a signal to the command's thread
+/// looked for between, and the socket's own send timeout (`SO_SNDTIMEO`)
+/// kept.
+struct Room<'a> {
+    fd: BorrowedFd<'a>,
+    /// When `SO_SNDTIMEO` runs out, if it is set.
+    deadline: Option<Instant>,
+    /// The pause before the next try, once `poll` said there was room
+    /// and the kernel refused anyway.
+    backoff: Option<Duration>,
+    /// Whether the last wait ended with room found.
+    found: bool,
+}
+
+impl<'a> Room<'a> {
+    fn new(fd: BorrowedFd<'a>) -> Room<'a> {
+        let timeout = sys::send_timeout(fd).ok().flatten();
+        Room {
+            fd,
+            deadline: timeout.map(|t| Instant::now() + t),
+            backoff: None,
+            found: false,
+        }
+    }
+
+    /// Something went out: the next refusal waits afresh.
+    fn sent(&mut self) {
+        (self.backoff, self.found) = (None, false);
+    }
+
+    /// Waits until the socket may take more, or ends the send as the
+    /// kernel's would: `EAGAIN` once the send timeout runs out; for a
+    /// signal the thread will take, `ERESTARTSYS` (restarted after
+    /// `SA_RESTART`), or `EINTR` with a send timeout set or when another
+    /// thread may take it ([`interruption`]). A thread that has left its
+    /// wait (a kernel before 5.19 lets a signal take it out, and restarts
+    /// the call) is not looked at: the send goes on for the restart, as
+    /// before; one that is gone ends it.
+    fn wait(&mut self, waiting: &Waiting<'_>) -> Result<(), i32> {
+        loop {
+            let left = self
+                .deadline
+                .map(|d| d.saturating_duration_since(Instant::now()));
+            if left == Some(Duration::ZERO) {
+                return Err(libc::EAGAIN);
+            }
+            let slice = left.map_or(SIGNAL_EVERY, |l| l.min(SIGNAL_EVERY));
+            let room = if self.found {
+                let pause = self
+                    .backoff
+                    .map_or(Duration::from_millis(1), |b| (b * 2).min(MOST_BACKOFF));
+                self.backoff = Some(pause);
+                std::thread::sleep(pause.min(slice));
+                true
+            } else {
+                let ms = i32::try_from(slice.as_millis()).unwrap_or(i32::MAX).max(1);
+                sys::writable_within(self.fd, ms).unwrap_or(true)
+            };
+            let tid = waiting.notif.pid as i32;
+            if sys::still_waiting(&waiting.served.fd, waiting.notif.id) {
+                if let Some(errno) = interruption(tid) {
+                    return Err(if self.deadline.is_some() {
+                        libc::EINTR
+                    } else {
+                        errno
+                    });
+                }
+            } else if !std::path::Path::new(&format!("/proc/{tid}")).exists() {
+                return Err(libc::EINTR);
+            }
+            if room {
+                self.found = true;
+                return Ok(());
+            }
+        }
     }
 }
 

@@ -592,11 +592,12 @@ pub(crate) fn socket_protocol(fd: BorrowedFd<'_>) -> io::Result<i32> {
     int_option(fd, libc::SO_PROTOCOL)
 }
 
-/// An integer `SOL_SOCKET` option of a socket.
-pub(crate) fn int_option(fd: BorrowedFd<'_>, name: libc::c_int) -> io::Result<i32> {
-    let mut value: libc::c_int = 0;
-    let mut len = size_of::<libc::c_int>() as libc::socklen_t;
-    // SAFETY: `value` has room for an int; the kernel updates `len`.
+/// A `SOL_SOCKET` option of a socket, read over `value`: an integer or a
+/// C struct of integers (any bytes the kernel writes make a valid one).
+fn option<T: Copy>(fd: BorrowedFd<'_>, name: libc::c_int, mut value: T) -> io::Result<T> {
+    let mut len = size_of::<T>() as libc::socklen_t;
+    // SAFETY: `value` has room for `len` bytes, which the kernel writes at
+    // most of, and updates `len`; every bit pattern is a valid `T`.
     let ret = unsafe {
         libc::getsockopt(
             fd.as_raw_fd(),
@@ -606,11 +607,28 @@ pub(crate) fn int_option(fd: BorrowedFd<'_>, name: libc::c_int) -> io::Result<i3
             &raw mut len,
         )
     };
-    if ret < 0 {
-        Err(io::Error::last_os_error())
-    } else {
-        Ok(value)
-    }
+    cvt(ret.into()).map(|_| value)
+}
+
+/// An integer `SOL_SOCKET` option of a socket.
+pub(crate) fn int_option(fd: BorrowedFd<'_>, name: libc::c_int) -> io::Result<i32> {
+    option(fd, name, 0 as libc::c_int)
+}
+
+/// The send timeout of `fd` (`SO_SNDTIMEO`), `None` when it has none: a
+/// blocking send then waits as long as it takes.
+pub(crate) fn send_timeout(fd: BorrowedFd<'_>) -> io::Result<Option<std::time::Duration>> {
+    let zero = libc::timeval {
+        tv_sec: 0,
+        tv_usec: 0,
+    };
+    let value = option(fd, libc::SO_SNDTIMEO, zero)?;
+    let (secs, micros) = (
+        u64::try_from(value.tv_sec).unwrap_or(0),
+        u32::try_from(value.tv_usec).unwrap_or(0),
+    );
+    let timeout = std::time::Duration::new(secs, micros.saturating_mul(1000));
+    Ok((!timeout.is_zero()).then_some(timeout))
 }
 
 /// Whether any socket of `kind` is bound to the unix address `addr` now:
@@ -864,20 +882,12 @@ pub(crate) fn accept4(fd: BorrowedFd<'_>, flags: i32) -> io::Result<OwnedFd> {
 /// The process `SO_PEERCRED` names: whoever called `connect` on the other
 /// end of a unix stream connection, as the kernel noted it then.
 pub(crate) fn peer_pid(fd: BorrowedFd<'_>) -> io::Result<i32> {
-    // SAFETY: ucred is plain data, valid when zeroed.
-    let mut cred: libc::ucred = unsafe { std::mem::zeroed() };
-    let mut len = size_of::<libc::ucred>() as libc::socklen_t;
-    // SAFETY: `cred` has room for a ucred; the kernel updates `len`.
-    let ret = unsafe {
-        libc::getsockopt(
-            fd.as_raw_fd(),
-            libc::SOL_SOCKET,
-            libc::SO_PEERCRED,
-            (&raw mut cred).cast(),
-            &raw mut len,
-        )
+    let none = libc::ucred {
+        pid: 0,
+        uid: 0,
+        gid: 0,
     };
-    cvt(ret.into()).map(|_| cred.pid)
+    option(fd, libc::SO_PEERCRED, none).map(|cred| cred.pid)
 }
 
 /// `struct seccomp_notif_addfd` of `<linux/seccomp.h>` (Linux 5.9).

@@ -1334,6 +1334,53 @@ mod needs_landlock {
         );
     }
 
+    /// A blocking `sendmsg` that must wait (every `sendmsg` is performed
+    /// by the supervisor) ends as the kernel's own does, not only once its
+    /// peer reads: a signal without `SA_RESTART` ends it with `EINTR`, or
+    /// with the count sent when part went out; with `SA_RESTART` it goes on
+    /// until the peer drains it; `SO_SNDTIMEO` gives `EAGAIN`, or the
+    /// count. Each mode runs bare first: the kernel's answer, and when,
+    /// is what the confined run must say, within the supervisor's quarter
+    /// of a second. Before, the confined program waited in the send until
+    /// its peer read, deaf to Ctrl-C and to `SIGTERM` too, once a handled
+    /// signal was pending.
+    #[test]
+    fn a_blocking_send_takes_signals_and_its_send_timeout_as_the_kernels_does() {
+        let h = FakeHome::new();
+        let script = support::fixture("sending.py");
+        let script = script.to_str().expect("UTF-8 fixture path");
+        for (mode, expected) in [
+            ("signal", "-1 EINTR 0.5"),
+            ("restart", "sent 1.5"),
+            ("timeout", "-1 EAGAIN 0.3"),
+            ("timeout-partial", "partial 0.3"),
+            ("signal-partial", "partial 0.5"),
+        ] {
+            let bare = Command::new(py())
+                .args([script, mode])
+                .output()
+                .expect("run python3");
+            assert_eq!(
+                stdout(&bare).trim(),
+                expected,
+                "bare, the kernel's own send ({mode}): {}",
+                stderr(&bare)
+            );
+            let mut cmd = h.run_command(&h.project, &[], &[&py(), script, mode]);
+            let (said, err) = said_within(piped(&mut cmd), std::time::Duration::from_secs(10));
+            let (result, at) = said.trim().rsplit_once(' ').unwrap_or_default();
+            let (wanted, when) = expected.rsplit_once(' ').expect("result and time");
+            let (at, when): (f64, f64) = (
+                at.parse().unwrap_or(f64::MAX),
+                when.parse().expect("a time"),
+            );
+            assert!(
+                result == wanted && (when..when + 0.35).contains(&at),
+                "confined ({mode}): {said:?}, the kernel's {expected:?}\n{err}"
+            );
+        }
+    }
+
     /// A connect that waits for a server on this machine, whose queue of
     /// connections is full, waits alone, as the kernel's would: the
     /// command's other connects go on meanwhile, so the server's own
