@@ -1624,7 +1624,7 @@ impl<'a> Room<'a> {
         let timeout = sys::send_timeout(fd).ok().flatten();
         Room {
             fd,
-            deadline: timeout.map(|t| Instant::now() + t),
+            deadline: timeout.and_then(|t| Instant::now().checked_add(t)),
             backoff: None,
             found: false,
         }
