@@ -1672,7 +1672,7 @@ impl<'a> Room<'a> {
                         errno
                     });
                 }
-            } else if !std::path::Path::new(&format!("/proc/{tid}")).exists() {
+            } else if !Path::new(&format!("/proc/{tid}")).exists() {
                 return Err(libc::EINTR);
             }
             if room {
