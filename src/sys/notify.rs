@@ -906,6 +906,15 @@ const IOCTL_NOTIF_ADDFD: libc::c_ulong = 0x4018_2103;
 /// the call answered with its number, in one step.
 const ADDFD_FLAG_SEND: u32 = 2;
 
+/// Set (by test builds only, see `connect::filter`): descriptors are
+/// handed over as before 5.14, installed and then answered.
+static WITHOUT_ADDFD_SEND: AtomicBool = AtomicBool::new(false);
+
+/// Hands later descriptors over without `SECCOMP_ADDFD_FLAG_SEND`.
+pub(crate) fn add_fds_without_send() {
+    WITHOUT_ADDFD_SEND.store(true, Ordering::Relaxed);
+}
+
 /// Installs `fd` in the table of the thread waiting in notification `id`
 /// and answers the call with its number there (`SECCOMP_ADDFD_FLAG_SEND`;
 /// on a kernel before 5.14, installed, then answered). `ENOENT`: the thread
@@ -934,7 +943,12 @@ pub(crate) fn add_fd_and_answer(
         };
         cvt(ret.into()).map(|n| n as i32)
     };
-    match add(ADDFD_FLAG_SEND) {
+    let sent = if WITHOUT_ADDFD_SEND.load(Ordering::Relaxed) {
+        Err(io::Error::from_raw_os_error(libc::EINVAL))
+    } else {
+        add(ADDFD_FLAG_SEND)
+    };
+    match sent {
         Err(e) if e.raw_os_error() == Some(libc::EINVAL) => {
             let installed = add(0)?;
             answer(listener, id, i64::from(installed), 0)?;

@@ -1334,6 +1334,27 @@ mod needs_landlock {
         );
     }
 
+    /// The connection a confined server's mediated `accept` takes reaches
+    /// it as on Linux 5.13, where `SECCOMP_ADDFD_FLAG_SEND` (5.14) is
+    /// missing and the descriptor is installed in the server first, then
+    /// the call answered with its number: no guest of the VM tier runs a
+    /// kernel of Landlock without it, so a test build's switch takes that
+    /// path here. The granted half of the same exchange, with the flag, is
+    /// `sockets_the_command_binds_in_tmp_the_project_and_an_abstract_name_work`.
+    #[test]
+    fn an_accepted_connection_is_handed_over_as_a_kernel_without_addfd_send_must() {
+        let h = FakeHome::new();
+        let project = h.project.to_str().expect("UTF-8").to_owned();
+        let mut cmd = h.run_command(&h.project, &[], &[&py(), &fixture(), "own", &project]);
+        cmd.env("STRUMENT_SANDBOX_TEST_WITHOUT_ADDFD_SEND", "1");
+        let (said, err) = said_within(piped(&mut cmd), std::time::Duration::from_secs(20));
+        assert_eq!(
+            said,
+            "own absolute ok\nown relative ok\nown abstract ok\nown thread ok\nown datagram ok\n",
+            "{err}"
+        );
+    }
+
     /// A blocking `sendmsg` that must wait (every `sendmsg` is performed
     /// by the supervisor) ends as the kernel's own does, not only once its
     /// peer reads: a signal without `SA_RESTART` ends it with `EINTR`, or
