@@ -13,7 +13,9 @@ use std::path::PathBuf;
 use std::process::{Command, Output};
 use std::sync::OnceLock;
 
-use super::support::{FakeHome, assert_success, output, require_tool, scratch_base, show};
+use super::support::{
+    FakeHome, assert_success, output, require_test_switch, require_tool, scratch_base, show,
+};
 
 /// The fixture, built once per test run.
 fn helper() -> String {
@@ -324,10 +326,12 @@ mod needs_landlock {
     fn a_signal_during_a_performed_send_neither_repeats_nor_loses_data() {
         let h = FakeHome::new();
         let helper = helper();
+        let switch = "STRUMENT_SANDBOX_TEST_WITHOUT_KILLABLE_RECV";
+        require_test_switch(switch);
         let restart = |without_killable_recv: bool| {
             let mut cmd = h.run_command(&h.project, &[], &[&helper, "restart", "4"]);
             if without_killable_recv {
-                cmd.env("STRUMENT_SANDBOX_TEST_WITHOUT_KILLABLE_RECV", "1");
+                cmd.env(switch, "1");
             }
             output(&mut cmd)
         };

@@ -16,6 +16,11 @@ fn python() -> PathBuf {
     require_tool("python3", "python3")
 }
 
+/// What `sockets.py own` prints when every exchange with the command's own
+/// sockets worked.
+const OWN_OK: &str =
+    "own absolute ok\nown relative ok\nown abstract ok\nown thread ok\nown datagram ok\n";
+
 fn fixture() -> String {
     support::fixture("sockets.py")
         .to_str()
@@ -302,12 +307,7 @@ mod needs_landlock {
         for dir in ["/tmp", project.as_str()] {
             let out = confined(&h, &[&py(), &fixture(), "own", dir]);
             assert_success(&out);
-            assert_eq!(
-                stdout(&out),
-                "own absolute ok\nown relative ok\nown abstract ok\nown thread ok\nown datagram ok\n",
-                "{}",
-                show(&out)
-            );
+            assert_eq!(stdout(&out), OWN_OK, "{}", show(&out));
         }
         // The socket files were made where the command asked.
         let made = fs::read_dir(&h.project)
@@ -1345,14 +1345,12 @@ mod needs_landlock {
     fn an_accepted_connection_is_handed_over_as_a_kernel_without_addfd_send_must() {
         let h = FakeHome::new();
         let project = h.project.to_str().expect("UTF-8").to_owned();
+        let switch = "STRUMENT_SANDBOX_TEST_WITHOUT_ADDFD_SEND";
+        support::require_test_switch(switch);
         let mut cmd = h.run_command(&h.project, &[], &[&py(), &fixture(), "own", &project]);
-        cmd.env("STRUMENT_SANDBOX_TEST_WITHOUT_ADDFD_SEND", "1");
+        cmd.env(switch, "1");
         let (said, err) = said_within(piped(&mut cmd), std::time::Duration::from_secs(20));
-        assert_eq!(
-            said,
-            "own absolute ok\nown relative ok\nown abstract ok\nown thread ok\nown datagram ok\n",
-            "{err}"
-        );
+        assert_eq!(said, OWN_OK, "{err}");
     }
 
     /// A blocking `sendmsg` that must wait (every `sendmsg` is performed

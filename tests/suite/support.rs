@@ -359,6 +359,15 @@ pub fn assert_exit(out: &Output, code: i32, why: &str) {
     assert_eq!(out.status.code(), Some(code), "{why}\n{}", show(out));
 }
 
+/// Fails unless this is a test build of the CLI, whose `variable` (a test
+/// build's switch) takes a path the kernel here would not: a release build
+/// ignores it, and the test would pass without taking that path.
+pub fn require_test_switch(variable: &str) {
+    if !cfg!(debug_assertions) {
+        panic!("{variable} is honoured by test builds only: run this test without --release");
+    }
+}
+
 /// The path to a tool, or a failure naming the Debian package to install:
 /// a test never passes by skipping what it could not run.
 pub fn require_tool(tool: &str, package: &str) -> PathBuf {
