@@ -2,14 +2,13 @@
 //! seccomp filters (the terminal filter, the connect supervisor's), and the
 //! dispatch on the system-call number they share.
 //!
-//! A filter runs on every system call of the confined process, and once
-//! more per call number and architecture when it is installed: the kernel
-//! emulates it for each number to learn which ones it always allows
-//! (`seccomp_cache_prepare`, with interrupts off). So the number is not
-//! tested against each call of interest in turn (a call of no interest
-//! walked the whole chain, some twenty instructions) but found in a search
-//! tree: `jge` splits on the sorted numbers down to leaves of a few `jeq`,
-//! a handful of instructions whatever the number.
+//! A filter runs on every system call of the confined process (the
+//! supervisor's stops the kernel's per-number cache at install: see
+//! `connect::filter::program`). So the number is not tested against each
+//! call of interest in turn (a call of no interest walked the whole chain,
+//! some twenty instructions) but found in a search tree: `jge` splits on
+//! the sorted numbers down to leaves of a few `jeq`, a handful of
+//! instructions whatever the number.
 //!
 //! Classic BPF jumps only forward, by at most 255 instructions: the
 //! assembler resolves labels into such distances and refuses a program
@@ -136,6 +135,12 @@ impl Asm {
     /// when a jump goes backwards, past 255 instructions or to a label
     /// never placed, or the program is longer than the kernel takes.
     pub(crate) fn finish(self) -> Option<Vec<SockFilter>> {
+        self.finish_placing(&[]).map(|(program, _)| program)
+    }
+
+    /// [`Asm::finish`], with where each of `places` landed: the index of
+    /// the instruction each label stands before.
+    pub(crate) fn finish_placing(self, places: &[Label]) -> Option<(Vec<SockFilter>, Vec<usize>)> {
         let mut at = vec![None; self.labels];
         let mut pos = 0usize;
         for insn in &self.insns {
@@ -170,7 +175,11 @@ impl Asm {
                 Insn::At(_) => {}
             }
         }
-        Some(out)
+        let places = places
+            .iter()
+            .map(|Label(l)| at[*l])
+            .collect::<Option<Vec<usize>>>()?;
+        Some((out, places))
     }
 }
 
@@ -179,14 +188,46 @@ impl Asm {
 /// arguments), and how many instructions it took.
 #[cfg(test)]
 pub(crate) fn run(program: &[SockFilter], nr: u32, arch: u32, args: [u64; 6]) -> (u32, usize) {
-    const JSET_K: u16 = 0x45;
-    const JGT_K: u16 = 0x25;
     let mut data = [0u8; 64];
     data[0..4].copy_from_slice(&nr.to_ne_bytes());
     data[4..8].copy_from_slice(&arch.to_ne_bytes());
     for (i, a) in args.iter().enumerate() {
         data[16 + 8 * i..24 + 8 * i].copy_from_slice(&a.to_ne_bytes());
     }
+    let load = |at: u32| {
+        let at = at as usize;
+        Some(u32::from_ne_bytes(data[at..at + 4].try_into().unwrap()))
+    };
+    match interpret(program, load) {
+        (Some(answer), steps) => (answer, steps),
+        (None, _) => unreachable!("every load is answered"),
+    }
+}
+
+/// For tests: what the kernel does with a program when it is installed
+/// (`seccomp_is_const_allow`, Linux 5.11), which runs it for one number and
+/// architecture as far as it can without the arguments: `Some(answer)`
+/// when it reached one, `None` when it met a load of anything else; with
+/// the instructions it went through.
+#[cfg(test)]
+pub(crate) fn emulate_at_install(
+    program: &[SockFilter],
+    nr: u32,
+    arch: u32,
+) -> (Option<u32>, usize) {
+    interpret(program, |at| match at {
+        NR => Some(nr),
+        ARCH => Some(arch),
+        _ => None,
+    })
+}
+
+/// Runs `program`, `load` giving the word at an offset of `struct
+/// seccomp_data`, or `None` to stop there.
+#[cfg(test)]
+fn interpret(program: &[SockFilter], load: impl Fn(u32) -> Option<u32>) -> (Option<u32>, usize) {
+    const JSET_K: u16 = 0x45;
+    const JGT_K: u16 = 0x25;
     let (mut pc, mut acc, mut steps) = (0usize, 0u32, 0usize);
     loop {
         let (code, jt, jf, k) = program[pc].parts();
@@ -194,8 +235,10 @@ pub(crate) fn run(program: &[SockFilter], nr: u32, arch: u32, args: [u64; 6]) ->
         let branch = |taken: bool| 1 + usize::from(if taken { jt } else { jf });
         match code {
             LD_W_ABS => {
-                let at = k as usize;
-                acc = u32::from_ne_bytes(data[at..at + 4].try_into().unwrap());
+                let Some(word) = load(k) else {
+                    return (None, steps);
+                };
+                acc = word;
                 pc += 1;
             }
             JEQ_K => pc += branch(acc == k),
@@ -203,7 +246,7 @@ pub(crate) fn run(program: &[SockFilter], nr: u32, arch: u32, args: [u64; 6]) ->
             JGT_K => pc += branch(acc > k),
             JSET_K => pc += branch(acc & k != 0),
             JA => pc += 1 + k as usize,
-            RET_K => return (k, steps),
+            RET_K => return (Some(k), steps),
             other => panic!("unexpected opcode {other:#x}"),
         }
     }

@@ -33,6 +33,11 @@ impl SockFilter {
         SockFilter { code, jt, jf, k }
     }
 
+    /// The same instruction with `k` for its constant.
+    pub(crate) const fn with_k(self, k: u32) -> SockFilter {
+        SockFilter { k, ..self }
+    }
+
     /// Opcode, jumps and constant, for tests that interpret a program.
     #[cfg(test)]
     pub(crate) fn parts(&self) -> (u16, u8, u8, u32) {

@@ -61,7 +61,6 @@ pub(crate) use rules::Rules;
 use crate::local_net::{self, Listener, Transport};
 use crate::services::ServiceKind;
 use crate::sys;
-use crate::terminal::SockFilter;
 
 /// Where a refused connection was going.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -368,23 +367,22 @@ fn errno(e: &io::Error) -> i32 {
 /// sending end of the supervisor's socket.
 #[derive(Debug, Clone)]
 pub(crate) struct ChildHook {
-    program: Arc<[SockFilter]>,
+    filter: NotifyFilter,
     sender: Arc<OwnedFd>,
-    /// Tests only: the child stops itself between sending its listener and
-    /// waiting for it to be taken.
+    /// Tests only: the child stops itself once it has sent its listener.
     stop_after_sending: bool,
 }
 
 /// The variable that, set on a confined command in test builds, stops its
-/// child with `SIGSTOP` between sending its listener and waiting for the
-/// supervisor to take it (`sys::send_listener`), as job control may.
+/// child with `SIGSTOP` once it has sent its listener
+/// (`sys::hand_over_listener`), as job control may.
 pub(crate) const STOP_AFTER_SENDING_VAR: &str = "STRUMENT_SANDBOX_TEST_STOP_AFTER_SENDING";
 
 impl ChildHook {
     /// The seccomp program: the supervisor's, which makes the terminal
     /// filter's checks too (see `filter::program`).
-    pub(crate) fn program(&self) -> &[SockFilter] {
-        &self.program
+    pub(crate) fn program(&self) -> sys::Program<'_> {
+        self.filter.program()
     }
 
     /// The socket to send the listener over.
@@ -392,7 +390,7 @@ impl ChildHook {
         self.sender.as_raw_fd()
     }
 
-    /// Whether the child stops between sending and waiting (tests only).
+    /// Whether the child stops once it has sent its listener (tests only).
     pub(crate) fn stops_after_sending(&self) -> bool {
         self.stop_after_sending
     }
@@ -416,8 +414,9 @@ impl ChildHook {
 /// call on, until no process uses it. A command that never connects costs
 /// no thread of its own.
 pub(crate) struct Supervisor {
-    /// The supervisor's filter, the terminal filter's checks included.
-    program: Arc<[SockFilter]>,
+    /// The supervisor's filter, the terminal filter's checks included,
+    /// keyed (see [`NotifyFilter`]).
+    filter: NotifyFilter,
     shared: Arc<Shared>,
     /// The watch, made with the first child, or the errno that stopped it.
     watch: OnceLock<Result<Arc<Watch>, i32>>,
@@ -458,9 +457,6 @@ struct Quiet {
     served: Arc<serve::Served>,
     /// The pid of the command.
     command: i32,
-    /// A forked child's, whose `connect(-1)` waiting for the listener to be
-    /// taken (see `sys::send_listener`) is still to come or to answer.
-    handing_over: bool,
 }
 
 /// The tokens of the supervisor thread's own `epoll`: the listeners'
@@ -704,7 +700,7 @@ impl Supervisor {
             )
         })?;
         Ok(Supervisor {
-            program: filter.instructions().into(),
+            filter,
             shared: Arc::new(Shared {
                 rules,
                 bound: Mutex::new(Bound::default()),
@@ -725,7 +721,7 @@ impl Supervisor {
     pub(crate) fn hook(&self) -> io::Result<ChildHook> {
         let started = self.start()?;
         Ok(ChildHook {
-            program: Arc::clone(&self.program),
+            filter: self.filter.clone(),
             sender: Arc::clone(&started.sender),
             stop_after_sending: false,
         })
@@ -773,8 +769,8 @@ impl Supervisor {
 
     /// The program a child of [`Spawn`](crate::spawn::Spawn) installs, its
     /// listener landing in this process's table (see `sys::Plan::connect`).
-    pub(crate) fn program(&self) -> &[SockFilter] {
-        &self.program
+    pub(crate) fn program(&self) -> sys::Program<'_> {
+        self.filter.program()
     }
 
     /// Serves the listener of `command`, a child of
@@ -803,7 +799,6 @@ impl Supervisor {
         self.watch()?.add(Quiet {
             served: serve::served(listener),
             command,
-            handing_over: false,
         })
     }
 
@@ -829,8 +824,15 @@ impl Supervisor {
         })?;
         drop(theirs);
         sys::allow_ptracer(helper)?;
+        // The caller runs on after installing it, and would hold a key.
+        let filter = NotifyFilter::without_key().ok_or_else(|| {
+            io::Error::new(
+                io::ErrorKind::Unsupported,
+                "no seccomp program for this architecture",
+            )
+        })?;
         Ok(ChildHook {
-            program: Arc::clone(&self.program),
+            filter,
             sender: Arc::new(ours),
             stop_after_sending: false,
         })
@@ -858,11 +860,8 @@ impl Supervisor {
 /// The supervisor's thread: takes the listeners confined children send,
 /// and watches every listener until its first call, when it gets a thread
 /// of its own (so that a call that waits stalls no other command), or its
-/// end. A forked child's wait for its listener to be taken (a
-/// `connect(-1)`: see `sys::send_listener`) is answered here, whenever it
-/// comes: a child stopped before it stalls nothing. Runs until every
-/// sending end is closed (the supervisor is gone) and no listener is
-/// watched.
+/// end. Runs until every sending end is closed (the supervisor is gone)
+/// and no listener is watched.
 fn accept(receiver: OwnedFd, own: &OwnedFd, watch: &Watch, shared: &Arc<Shared>) {
     let mut receiver = Some(receiver);
     loop {
@@ -878,37 +877,29 @@ fn accept(receiver: OwnedFd, own: &OwnedFd, watch: &Watch, shared: &Arc<Shared>)
                 continue;
             }
             let Some(socket) = &receiver else { continue };
-            match sys::recv_listener_once(socket) {
-                Ok(sys::Received::Listener {
-                    listener,
-                    pid,
-                    pidfd,
-                }) => {
+            match sys::recv_handed(socket) {
+                Ok(sys::Handed::Listener { listener, pid }) => {
                     let served = serve::served(listener);
-                    served.keep_process(pid, pidfd);
                     let quiet = Quiet {
                         served: Arc::clone(&served),
                         command: pid,
-                        handing_over: true,
                     };
                     if watch.add(quiet).is_err() {
                         serve_apart(served, pid, None, shared);
                     }
                 }
-                Ok(sys::Received::Skipped) => {}
+                Ok(sys::Handed::Lost) => {}
                 // Every sending end closed: no listener comes any more
                 // (closing the socket also stops its watch).
-                Ok(sys::Received::End) | Err(_) => receiver = None,
+                Ok(sys::Handed::End) | Err(_) => receiver = None,
             }
         }
     }
 }
 
-/// A watched listener has a notification: a forked child's wait for its
-/// listener to be taken is answered here and the listener watched again;
-/// any other call is the command's first, served with all that follow on a
-/// thread of its own.
-fn first_call(watch: &Watch, token: u64, mut quiet: Quiet, shared: &Arc<Shared>) {
+/// A watched listener has a notification: the command's first call,
+/// served with all that follow on a thread of its own.
+fn first_call(watch: &Watch, token: u64, quiet: Quiet, shared: &Arc<Shared>) {
     let notif = match sys::recv_notification(quiet.served.fd()) {
         Ok(notif) => notif,
         // The thread left its call (a signal, or its end) before it was
@@ -922,17 +913,6 @@ fn first_call(watch: &Watch, token: u64, mut quiet: Quiet, shared: &Arc<Shared>)
         // Unusable: dropped, the command's notified calls then fail.
         Err(_) => return,
     };
-    if quiet.handing_over && serve::is_wait_for_listener(&notif) {
-        // Answered, the child goes on; if the answer found it gone from
-        // its wait, its restart is answered the same way.
-        if sys::answer(quiet.served.fd(), notif.id, 0, libc::EBADF).is_ok() {
-            quiet.handing_over = false;
-        }
-        if let Err(quiet) = watch.rearm(token, quiet) {
-            serve_apart(quiet.served, quiet.command, None, shared);
-        }
-        return;
-    }
     serve_apart(quiet.served, quiet.command, Some(notif), shared);
 }
 

@@ -715,14 +715,6 @@ impl Served {
     pub(crate) fn raw_fd(&self) -> std::os::fd::RawFd {
         self.fd.as_raw_fd()
     }
-
-    /// Keeps `pidfd`, opened for the thread-group leader `pid`, for its
-    /// calls (see [`Served::fetch`]).
-    pub(crate) fn keep_process(&self, pid: i32, pidfd: OwnedFd) {
-        if let Ok(mut kept) = self.processes.lock() {
-            kept.insert(pid, Arc::new(pidfd));
-        }
-    }
 }
 
 /// Serves the listener until no process uses its filter any more,
@@ -740,8 +732,9 @@ pub(crate) fn serve(
     while serve_one(&served, command, &shared) {}
 }
 
-/// Whether `notif` is a `connect` on descriptor -1, which a forked child
-/// makes to wait for its listener to be taken (`sys::send_listener`).
+/// Whether `notif` is a `connect` on descriptor -1, which the process of
+/// `Policy::apply` makes to wait for its listener to be taken
+/// (`sys::send_listener`).
 pub(crate) fn is_wait_for_listener(notif: &sys::Notification) -> bool {
     filter::call(notif.data.arch, notif.data.nr) == Some(Call::Connect)
         && notif.data.args[0] as i32 == -1
@@ -782,9 +775,9 @@ fn handle(served: &Arc<Served>, notif: &sys::Notification, command: i32, shared:
         }
         return;
     }
-    // No descriptor: the kernel's answer, given without fetching one. (A
-    // forked child waits in this call for its listener to be served: see
-    // `sys::send_listener`.)
+    // No descriptor: the kernel's answer, given without fetching one. (The
+    // process of `Policy::apply` waits in this call for its listener to be
+    // served: see `sys::send_listener`.)
     if is_wait_for_listener(notif) {
         let _ = sys::answer(&served.fd, id, 0, libc::EBADF);
         return;

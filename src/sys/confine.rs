@@ -13,7 +13,7 @@ use std::sync::Arc;
 
 use super::errno;
 use super::landlock::RESTRICT_SELF_TSYNC;
-use super::notify::{install_listener, send_listener};
+use super::notify::{Program, hand_over_listener, install_listener, send_listener};
 use super::seccomp::install_seccomp_filter;
 use crate::connect::ChildHook;
 use crate::terminal::{SockFilter, TerminalFilter};
@@ -106,11 +106,14 @@ pub(crate) enum Listener<'a> {
     /// No supervisor: the terminal filter alone.
     None,
     /// The supervisor's program, installed here; its listener is sent over
-    /// the socket and closed here, once the supervisor has taken it (a
-    /// child with a descriptor table of its own: `fork`, or the calling
-    /// process). With `true` (tests only), the child stops itself between
-    /// sending the listener and waiting for the supervisor to take it.
-    Send(&'a [SockFilter], RawFd, bool),
+    /// the socket and closed here (a child with a descriptor table of its
+    /// own: `fork`, or the calling process). A keyed program's goes over
+    /// `SCM_RIGHTS` at once ([`hand_over_listener`]: a child that `exec`s
+    /// next); one without a key waits for the supervisor to take it
+    /// ([`send_listener`]: the calling process, which runs on). With
+    /// `true` (tests only), the child stops itself once it has sent the
+    /// listener.
+    Send(Program<'a>, RawFd, bool),
     /// Installed already, by [`install_shared_listener`], into a table the
     /// supervisor's process shares: nothing to do here.
     Installed,
@@ -123,10 +126,11 @@ pub(crate) enum Listener<'a> {
 /// then leave the shared table (`unshare(CLONE_FILES)`) and close its copy
 /// before anything else, and finish with [`restrict_self_raw`] and
 /// [`Listener::Installed`]. Async-signal-safe; allocates nothing.
-pub(crate) fn install_shared_listener(program: &[SockFilter]) -> Result<RawFd, RestrictStep> {
+pub(crate) fn install_shared_listener(program: Program<'_>) -> Result<RawFd, RestrictStep> {
     let errno = |e: io::Error| e.raw_os_error().unwrap_or(libc::EIO);
     set_no_new_privs().map_err(|e| RestrictStep::Landlock(errno(e)))?;
-    install_listener(program, false).map_err(RestrictStep::Supervisor)
+    let (listener, _) = install_listener(program, false).map_err(RestrictStep::Supervisor)?;
+    Ok(listener)
 }
 
 /// [`restrict_self`] on a raw descriptor and programs, for a child that
@@ -145,9 +149,13 @@ pub(crate) fn restrict_self_raw(
         // The supervisor's program makes the terminal filter's checks: one
         // filter, one `seccomp` call.
         Listener::Send(program, sender, stop) => {
-            let listener =
+            let (listener, key) =
                 install_listener(program, all_threads).map_err(RestrictStep::Supervisor)?;
-            send_listener(sender, listener, stop).map_err(RestrictStep::Supervisor)?;
+            match program.key_at {
+                Some(_) => hand_over_listener(sender, listener, &key, stop),
+                None => send_listener(sender, listener, stop),
+            }
+            .map_err(RestrictStep::Supervisor)?;
         }
         Listener::Installed => {}
         Listener::None => {

@@ -3,8 +3,9 @@
 //! a child's memory and descriptors, and the socket calls performed for it.
 //!
 //! The functions the child calls between `fork` and `exec`
-//! ([`install_listener`], [`send_listener`]) are async-signal-safe: raw
-//! syscalls on memory the parent built, no allocation.
+//! ([`install_listener`], [`hand_over_listener`], [`send_listener`]) are
+//! async-signal-safe: raw syscalls on memory the parent built or on the
+//! stack, no allocation.
 
 use std::io;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd, RawFd};
@@ -40,18 +41,62 @@ fn cvt_len(ret: isize) -> io::Result<usize> {
     }
 }
 
+/// How many 32-bit words the hand-over key has: two arguments' worth.
+#[cfg(target_pointer_width = "64")]
+pub(crate) const KEY_WORDS: usize = 4;
+#[cfg(not(target_pointer_width = "64"))]
+pub(crate) const KEY_WORDS: usize = 2;
+
+/// A hand-over key (see `connect::filter::NotifyFilter`).
+pub(crate) type Key = [u32; KEY_WORDS];
+
+/// The longest keyed program [`install_listener`] copies onto the stack to
+/// write its key into (the supervisor's is under a hundred instructions).
+const KEYED_MAX: usize = 256;
+
+/// The connect supervisor's program as a child installs it.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Program<'a> {
+    pub(crate) instructions: &'a [SockFilter],
+    /// Where the words of the hand-over key go, for a program that has one.
+    pub(crate) key_at: Option<[usize; KEY_WORDS]>,
+}
+
 /// Installs `program` with `SECCOMP_FILTER_FLAG_NEW_LISTENER` and returns
-/// the listener's raw descriptor, or the errno. With `all_threads`, on
-/// every thread: TSYNC and NEW_LISTENER together need `TSYNC_ESRCH`
-/// (Linux 5.7), since both would otherwise answer with a positive number.
-/// Async-signal-safe.
-pub(crate) fn install_listener(program: &[SockFilter], all_threads: bool) -> Result<RawFd, i32> {
-    let Ok(len) = libc::c_ushort::try_from(program.len()) else {
+/// the listener's raw descriptor and the key installed with it, or the
+/// errno. A keyed program is copied onto the stack and gets a key of its
+/// own, drawn here (`getrandom`, which never blocks with `GRND_INSECURE`);
+/// a program without one gets installed as it is, with a zero key. With
+/// `all_threads`, on every thread: TSYNC and NEW_LISTENER together need
+/// `TSYNC_ESRCH` (Linux 5.7), since both would otherwise answer with a
+/// positive number. Async-signal-safe.
+pub(crate) fn install_listener(
+    program: Program<'_>,
+    all_threads: bool,
+) -> Result<(RawFd, Key), i32> {
+    let mut key: Key = [0; KEY_WORDS];
+    let mut copy = [SockFilter::new(0, 0, 0, 0); KEYED_MAX];
+    let instructions = match program.key_at {
+        None => program.instructions,
+        Some(key_at) => {
+            let len = program.instructions.len();
+            if len > KEYED_MAX || key_at.iter().any(|&at| at >= len) {
+                return Err(libc::EINVAL);
+            }
+            random_words(&mut key)?;
+            copy[..len].copy_from_slice(program.instructions);
+            for (at, word) in key_at.into_iter().zip(key) {
+                copy[at] = copy[at].with_k(word);
+            }
+            &copy[..len]
+        }
+    };
+    let Ok(len) = libc::c_ushort::try_from(instructions.len()) else {
         return Err(libc::EINVAL);
     };
     let prog = SockFprog {
         len,
-        filter: program.as_ptr(),
+        filter: instructions.as_ptr(),
     };
     let mut flags = libc::SECCOMP_FILTER_FLAG_NEW_LISTENER;
     if all_threads {
@@ -68,7 +113,33 @@ pub(crate) fn install_listener(program: &[SockFilter], all_threads: bool) -> Res
             other => other,
         }
     };
-    ret.and_then(|fd| RawFd::try_from(fd).map_err(|_| libc::EBADF))
+    let fd = ret.and_then(|fd| RawFd::try_from(fd).map_err(|_| libc::EBADF))?;
+    Ok((fd, key))
+}
+
+/// Fills `words` from the kernel's random source without blocking.
+/// Async-signal-safe.
+fn random_words(words: &mut Key) -> Result<(), i32> {
+    let len = std::mem::size_of_val(words);
+    let mut filled = 0;
+    while filled < len {
+        // SAFETY: the kernel writes at most `len - filled` bytes into
+        // `words`, from byte `filled` on.
+        let n = unsafe {
+            libc::getrandom(
+                words.as_mut_ptr().cast::<u8>().add(filled).cast(),
+                len - filled,
+                libc::GRND_INSECURE,
+            )
+        };
+        match n {
+            n if n > 0 => filled += n as usize,
+            0 => return Err(libc::EIO),
+            _ if errno() == libc::EINTR => {}
+            _ => return Err(errno()),
+        }
+    }
+    Ok(())
 }
 
 /// Set (by test builds only, see `connect::filter`): listeners are
@@ -108,13 +179,186 @@ pub(crate) fn seqpacket_pair() -> io::Result<(OwnedFd, OwnedFd)> {
     Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
 }
 
-/// Hands the listener `fd` to the supervisor, then closes it. The child
-/// has installed the filter, under which its own `sendmsg` would wait for
-/// this very listener, so the descriptor is not passed: its number and the
-/// caller's pid go over `socket` with `sendto` without an address (which
-/// the filter passes), the supervisor fetches it with `pidfd_getfd`, and
-/// the caller waits for that with a `connect(-1)` the filter notifies:
-/// it returns (`EBADF`) once the supervisor serves the listener.
+/// Hands the listener `fd`, installed with `key` (a keyed program: see
+/// `connect::filter::NotifyFilter`), to the supervisor over `socket`
+/// (`SCM_RIGHTS`, with the caller's pid), then closes it. The message
+/// holds the listener from then on: the child goes on at once, with no
+/// wait for the supervisor, whose first `recvmsg` takes it. Its `sendmsg`
+/// carries the key in arguments it does not use, and so passes the filter
+/// the child has just installed, which would otherwise hold it for the very
+/// supervisor it is sending to. `stop_after` (tests only) stops the caller
+/// with `SIGSTOP` once it has sent, as job control may. Async-signal-safe:
+/// used between `fork` and `exec`.
+pub(crate) fn hand_over_listener(
+    socket: RawFd,
+    fd: RawFd,
+    key: &Key,
+    stop_after: bool,
+) -> Result<(), i32> {
+    // SAFETY: getpid takes no arguments.
+    let mut pid = unsafe { libc::getpid() }.to_ne_bytes();
+    let mut iov = iovec(&mut pid);
+    let mut control = Control([0; CONTROL_LEN]);
+    let mut msg = message(&mut iov, &mut control);
+    // SAFETY: CMSG_SPACE computes a size from a size.
+    msg.msg_controllen = unsafe { libc::CMSG_SPACE(FD_LEN) } as _;
+    // SAFETY: the control buffer is aligned for a cmsghdr and has room for
+    // one carrying one descriptor (`CONTROL_LEN`), so the first header is
+    // not NULL and its data is inside the buffer.
+    unsafe {
+        let header = libc::CMSG_FIRSTHDR(&raw const msg);
+        (*header).cmsg_level = libc::SOL_SOCKET;
+        (*header).cmsg_type = libc::SCM_RIGHTS;
+        (*header).cmsg_len = libc::CMSG_LEN(FD_LEN) as _;
+        std::ptr::write_unaligned(libc::CMSG_DATA(header).cast::<RawFd>(), fd);
+    }
+    let [fifth, sixth] = key_arguments(key);
+    let result = loop {
+        // SAFETY: `msg` and what it points at (the pid, the control
+        // buffer) outlive the call; the last two arguments are integers
+        // `sendmsg` does not read.
+        let ret = unsafe {
+            libc::syscall(
+                libc::SYS_sendmsg,
+                socket,
+                &raw const msg,
+                libc::MSG_NOSIGNAL,
+                0,
+                fifth,
+                sixth,
+            )
+        };
+        if ret >= 0 {
+            break Ok(());
+        }
+        if errno() != libc::EINTR {
+            break Err(errno());
+        }
+    };
+    if result.is_ok() && stop_after {
+        // SAFETY: getpid and kill take integers only.
+        unsafe { libc::kill(libc::getpid(), libc::SIGSTOP) };
+    }
+    // SAFETY: `fd` is the listener this child created and owns alone.
+    unsafe { libc::close(fd) };
+    result
+}
+
+/// The key as the fifth and sixth arguments of a system call, in the order
+/// of the filter's `KEY_PLACES`: low half first.
+pub(crate) fn key_arguments(key: &Key) -> [libc::c_long; 2] {
+    #[cfg(target_pointer_width = "64")]
+    let arguments = [
+        (u64::from(key[1]) << 32 | u64::from(key[0])) as libc::c_long,
+        (u64::from(key[3]) << 32 | u64::from(key[2])) as libc::c_long,
+    ];
+    #[cfg(not(target_pointer_width = "64"))]
+    let arguments = [key[0] as libc::c_long, key[1] as libc::c_long];
+    arguments
+}
+
+/// The size of one descriptor in a control message.
+const FD_LEN: libc::c_uint = std::mem::size_of::<RawFd>() as libc::c_uint;
+
+/// Room for a control message carrying a few descriptors (a sender of
+/// [`hand_over_listener`] sends one; more are closed on receipt).
+const CONTROL_LEN: usize = 64;
+
+/// A control-message buffer, aligned as a `cmsghdr` must be.
+#[repr(C, align(8))]
+struct Control([u8; CONTROL_LEN]);
+
+/// An iovec over `buf`.
+fn iovec(buf: &mut [u8]) -> libc::iovec {
+    libc::iovec {
+        iov_base: buf.as_mut_ptr().cast(),
+        iov_len: buf.len(),
+    }
+}
+
+/// A message of the one `iov`, with `control` for its control messages.
+/// The pointers are into both, which must outlive the message's use.
+fn message(iov: &mut libc::iovec, control: &mut Control) -> libc::msghdr {
+    // SAFETY: an all-zero msghdr is a valid empty one.
+    let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
+    msg.msg_iov = iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = control.0.as_mut_ptr().cast();
+    msg.msg_controllen = CONTROL_LEN as _;
+    msg
+}
+
+/// What one message of [`hand_over_listener`] brought.
+pub(crate) enum Handed {
+    /// A child's listener, with the child's pid.
+    Listener { listener: OwnedFd, pid: i32 },
+    /// A message without a listener, or cut short: whatever came with it
+    /// is closed. (A listener lost on the way closes with it, and its
+    /// child's notified calls then fail with `ENOSYS`.)
+    Lost,
+    /// Every sending end is closed.
+    End,
+}
+
+/// Receives one message of [`hand_over_listener`].
+pub(crate) fn recv_handed(socket: &OwnedFd) -> io::Result<Handed> {
+    let mut pid = [0u8; 4];
+    let mut iov = iovec(&mut pid);
+    let mut control = Control([0; CONTROL_LEN]);
+    let mut msg = message(&mut iov, &mut control);
+    let n = loop {
+        // SAFETY: `msg` points at the buffers above, which outlive the
+        // call; received descriptors are close-on-exec.
+        let n = unsafe { libc::recvmsg(socket.as_raw_fd(), &raw mut msg, libc::MSG_CMSG_CLOEXEC) };
+        if n >= 0 {
+            break n;
+        }
+        let e = io::Error::last_os_error();
+        if e.raw_os_error() != Some(libc::EINTR) {
+            return Err(e);
+        }
+    };
+    // Every descriptor that came, each owned from here on.
+    let mut fds = Vec::new();
+    // SAFETY: the kernel wrote `msg_controllen` bytes of control messages
+    // into the buffer; the macros walk them within it.
+    unsafe {
+        let mut header = libc::CMSG_FIRSTHDR(&raw const msg);
+        while !header.is_null() {
+            if (*header).cmsg_level == libc::SOL_SOCKET && (*header).cmsg_type == libc::SCM_RIGHTS {
+                let data = libc::CMSG_DATA(header);
+                let len = (*header).cmsg_len as usize - (data as usize - header as usize);
+                for i in 0..len / FD_LEN as usize {
+                    let fd = std::ptr::read_unaligned(data.cast::<RawFd>().add(i));
+                    fds.push(OwnedFd::from_raw_fd(fd));
+                }
+            }
+            header = libc::CMSG_NXTHDR(&raw const msg, header);
+        }
+    }
+    if n == 0 && fds.is_empty() {
+        return Ok(Handed::End);
+    }
+    let whole = n == 4 && msg.msg_flags & (libc::MSG_TRUNC | libc::MSG_CTRUNC) == 0;
+    if !whole || fds.len() != 1 {
+        return Ok(Handed::Lost);
+    }
+    let listener = fds.remove(0);
+    Ok(Handed::Listener {
+        listener,
+        pid: i32::from_ne_bytes(pid),
+    })
+}
+
+/// Hands the listener `fd` of a program without a key to the supervisor,
+/// then closes it: for a process that runs on after installing its filter
+/// (`Policy::apply`), which [`hand_over_listener`]'s key would stay with.
+/// Under that filter its own `sendmsg` would wait for this very listener,
+/// so the descriptor is not passed: its number and the caller's pid go
+/// over `socket` with `sendto` without an address (which the filter
+/// passes), the supervisor fetches it with `pidfd_getfd`, and the caller
+/// waits for that with a `connect(-1)` the filter notifies: it returns
+/// (`EBADF`) once the supervisor serves the listener.
 /// `stop_between` (tests only) stops the caller with `SIGSTOP` between the
 /// two, as job control may. Async-signal-safe: used between `fork` and
 /// `exec`.
@@ -153,13 +397,9 @@ pub(crate) fn send_listener(socket: RawFd, fd: RawFd, stop_between: bool) -> Res
 }
 
 /// What one message on the listeners' socket brought.
-pub(crate) enum Received {
-    /// A child's listener, fetched, with the child's pid and a pidfd of it.
-    Listener {
-        listener: OwnedFd,
-        pid: i32,
-        pidfd: OwnedFd,
-    },
+enum Received {
+    /// A child's listener, fetched, with the child's pid.
+    Listener { listener: OwnedFd, pid: i32 },
     /// A message whose listener could not be fetched: its child, which
     /// waits for the supervisor and must not run unsupervised, is killed.
     Skipped,
@@ -168,7 +408,7 @@ pub(crate) enum Received {
 }
 
 /// Receives one message of [`send_listener`] and fetches its listener.
-pub(crate) fn recv_listener_once(socket: &OwnedFd) -> io::Result<Received> {
+fn recv_listener_once(socket: &OwnedFd) -> io::Result<Received> {
     let mut payload = [0u8; 8];
     let n = loop {
         // SAFETY: `payload` is writable for its length.
@@ -200,11 +440,7 @@ pub(crate) fn recv_listener_once(socket: &OwnedFd) -> io::Result<Received> {
         return Ok(Received::Skipped);
     };
     match pidfd_getfd(&pidfd, fd) {
-        Ok(listener) => Ok(Received::Listener {
-            listener,
-            pid,
-            pidfd,
-        }),
+        Ok(listener) => Ok(Received::Listener { listener, pid }),
         Err(_) => {
             // SAFETY: integers and a NULL siginfo.
             unsafe {
@@ -228,7 +464,7 @@ pub(crate) fn recv_listener_once(socket: &OwnedFd) -> io::Result<Received> {
 pub(crate) fn recv_listener(socket: &OwnedFd) -> io::Result<Option<(OwnedFd, i32)>> {
     loop {
         match recv_listener_once(socket)? {
-            Received::Listener { listener, pid, .. } => return Ok(Some((listener, pid))),
+            Received::Listener { listener, pid } => return Ok(Some((listener, pid))),
             Received::Skipped => {}
             Received::End => return Ok(None),
         }
@@ -1008,4 +1244,110 @@ pub(crate) fn status_flags(fd: BorrowedFd<'_>) -> io::Result<i32> {
 pub(crate) fn set_status_flags(fd: BorrowedFd<'_>, flags: i32) -> io::Result<()> {
     // SAFETY: F_SETFL takes an integer.
     cvt(unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_SETFL, flags) }.into()).map(drop)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::connect::NotifyFilter;
+
+    /// What a forked child saw of the keyed program it installed: the key
+    /// `install_listener` returned, and the errno (0: sent) of a `sendmsg`
+    /// carrying that key, the words the program was built with, and the
+    /// key with one word changed.
+    fn installed_in_a_child(filter: &NotifyFilter, built: Key) -> (Key, [i32; 3]) {
+        let (mut fds, mut pipe) = ([0; 2], [0; 2]);
+        // SAFETY: each call writes two descriptors into its array.
+        unsafe {
+            assert_eq!(
+                libc::socketpair(libc::AF_UNIX, libc::SOCK_DGRAM, 0, fds.as_mut_ptr()),
+                0
+            );
+            assert_eq!(libc::pipe(pipe.as_mut_ptr()), 0);
+        }
+        // SAFETY: the child makes raw system calls on memory built before
+        // the fork and leaves with `_exit`.
+        let pid = unsafe { libc::fork() };
+        if pid == 0 {
+            let mut report = [0u8; 4 * KEY_WORDS + 12];
+            // SAFETY: integer arguments.
+            unsafe { libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) };
+            let Ok((listener, key)) = install_listener(filter.program(), false) else {
+                // SAFETY: leaves the child.
+                unsafe { libc::_exit(2) };
+            };
+            // Without its listener, a notified call fails with ENOSYS at once.
+            // SAFETY: the child's own descriptor.
+            unsafe { libc::close(listener) };
+            let mut other = key;
+            other[0] ^= 1;
+            for (i, k) in [key, built, other].iter().enumerate() {
+                let mut byte = [0u8; 1];
+                let mut iov = iovec(&mut byte);
+                let mut control = Control([0; CONTROL_LEN]);
+                let mut msg = message(&mut iov, &mut control);
+                msg.msg_controllen = 0;
+                let [fifth, sixth] = key_arguments(k);
+                // SAFETY: `msg` outlives the call; the last two are integers.
+                let ret = unsafe {
+                    libc::syscall(
+                        libc::SYS_sendmsg,
+                        fds[0],
+                        &raw const msg,
+                        0,
+                        0,
+                        fifth,
+                        sixth,
+                    )
+                };
+                let errno = if ret < 0 { errno() } else { 0 };
+                report[4 * KEY_WORDS + 4 * i..][..4].copy_from_slice(&errno.to_ne_bytes());
+            }
+            for (i, word) in key.iter().enumerate() {
+                report[4 * i..][..4].copy_from_slice(&word.to_ne_bytes());
+            }
+            // SAFETY: writes the report and leaves the child.
+            unsafe {
+                libc::write(pipe[1], report.as_ptr().cast(), report.len());
+                libc::_exit(0);
+            }
+        }
+        let mut report = [0u8; 4 * KEY_WORDS + 12];
+        // SAFETY: reads into the report; closes this test's descriptors.
+        let n = unsafe {
+            libc::close(pipe[1]);
+            let n = libc::read(pipe[0], report.as_mut_ptr().cast(), report.len());
+            let mut status = 0;
+            libc::waitpid(pid, &raw mut status, 0);
+            for fd in [pipe[0], fds[0], fds[1]] {
+                libc::close(fd);
+            }
+            n
+        };
+        assert_eq!(n, report.len() as isize, "the child reported nothing");
+        let word = |i: usize| u32::from_ne_bytes(report[4 * i..][..4].try_into().expect("4 bytes"));
+        let key = std::array::from_fn(word);
+        let errnos = std::array::from_fn(|i| word(KEY_WORDS + i) as i32);
+        (key, errnos)
+    }
+
+    #[test]
+    fn each_install_of_a_keyed_program_passes_the_sendmsg_of_its_own_key_alone() {
+        let filter = NotifyFilter::new().expect("a supported architecture");
+        let key_at = filter.program().key_at.expect("keyed");
+        let built: Key = std::array::from_fn(|i| filter.instructions()[key_at[i]].parts().3);
+        let (first, errnos) = installed_in_a_child(&filter, built);
+        // Granted: the key it was installed with. Notified (and, with no
+        // listener, ENOSYS): the words it was built with, a word changed.
+        assert_eq!(errnos, [0, libc::ENOSYS, libc::ENOSYS]);
+        let (second, errnos) = installed_in_a_child(&filter, built);
+        assert_eq!(errnos, [0, libc::ENOSYS, libc::ENOSYS]);
+        assert_ne!(first, second, "two installs drew the same key");
+        assert_ne!(first, built);
+        // The program without a key notifies its own install's sendmsg too.
+        let keyless = NotifyFilter::without_key().expect("a supported architecture");
+        let (zero, errnos) = installed_in_a_child(&keyless, built);
+        assert_eq!(zero, [0; KEY_WORDS]);
+        assert_eq!(errnos, [libc::ENOSYS; 3]);
+    }
 }

@@ -20,6 +20,7 @@ use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 use super::confine::{Listener, install_shared_listener, restrict_self_raw};
 use super::errno;
 use super::fds::cloexec_all_but;
+use super::notify::Program;
 use crate::terminal::SockFilter;
 
 /// The child's stack: it runs a few frames of this module and `execve`.
@@ -73,10 +74,10 @@ pub(crate) enum Connect<'a> {
     /// default seccomp profile does without `CAP_SYS_ADMIN`), the spawn
     /// fails, [`shares_tables`] answers `false` from then on, and the
     /// caller starts the child again with [`Connect::Send`].
-    Share(&'a [SockFilter]),
-    /// The child sends the listener over this socket and waits for the
-    /// supervisor to take it, as a forked child does (`sys::send_listener`).
-    Send(&'a [SockFilter], RawFd),
+    Share(Program<'a>),
+    /// The child sends the listener over this socket, as a forked child
+    /// does (`sys::hand_over_listener`).
+    Send(Program<'a>, RawFd),
 }
 
 /// Whether children may start in the caller's descriptor table: true until

@@ -771,10 +771,10 @@ mod needs_landlock {
         stopped
     }
 
-    /// A forked child stopped (job control can) after it sent its listener
-    /// and before it waits for it to be taken: another command of the same
-    /// supervisor starts and connects meanwhile; resumed, the first runs
-    /// and is served too.
+    /// A forked child stopped (job control can) once it has sent its
+    /// listener, before it `exec`s: another command of the same supervisor
+    /// starts and connects meanwhile; resumed, the first runs and is served
+    /// too.
     #[test]
     fn a_child_stopped_while_handing_its_listener_over_stalls_no_other_command() {
         let (h, prepared) = project_only();
@@ -822,7 +822,7 @@ mod needs_landlock {
         let b = b.expect("run B");
         assert!(stdout(&b).contains("own absolute ok"), "{}", show(&b));
         assert!(stopped_children().contains(&a_pid), "A ran on meanwhile");
-        // Resumed, A's wait is answered, it runs and its connects are served.
+        // Resumed, A runs and its connects are served.
         resume();
         let a = spawned
             .recv_timeout(std::time::Duration::from_secs(30))
