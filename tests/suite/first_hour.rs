@@ -11,7 +11,9 @@ use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use super::support::{FakeHome, assert_success, copy_fixture, output, require_tool, show};
+use super::support::{
+    FakeHome, assert_success, copy_fixture, output, require_tool, require_tool_from, show,
+};
 use super::support::{Need, assert_printed, require, sessions_parent};
 
 /// Variables this machine's network needs (its TLS certificates, a proxy),
@@ -591,7 +593,10 @@ mod needs_landlock {
     /// refused and explained; cargo from the same rustup still builds.
     #[test]
     fn rustup_writing_its_home_is_refused_on_purpose_and_said_so() {
-        require_tool("rustup", "rustup (https://rustup.rs)");
+        require_tool_from(
+            "rustup",
+            "https://rustup.rs; Debian 13: apt-get install rustup",
+        );
         let h = FakeHome::new();
         let rustup_home = h.home_dir(".rustup");
         fs::create_dir_all(h.project.join("tc/bin")).expect("mkdir");

