@@ -225,16 +225,20 @@ pub fn run(bench: &Bench, config: &Config) -> Section {
     let fork = over_bare("fork");
     let spawn = over_bare("spawn");
     let large = large_caller(bench, config, &prepared);
+    let busy = busy_caller(bench, config, &prepared);
     section.target(
         "start-up: `Prepared::confine` ≤ +0.1 ms over bare",
         format!(
             "{}, of which std's `fork` for any `pre_exec` hook {} and the confining {}; \
-             from a caller holding {LARGE_MIB} MiB, {} (the `fork` alone {})",
+             from a caller holding {LARGE_MIB} MiB, {} (the `fork` alone {}); from a caller \
+             with {BUSY_THREADS} threads waking each millisecond, {} (the `fork` alone {})",
             signed_dur(confine),
             signed_dur(fork),
             signed_dur(confine - fork),
             signed_dur(large.over("confine")),
             signed_dur(large.over("fork")),
+            signed_dur(busy.over("confine")),
+            signed_dur(busy.over("fork")),
         ),
         confine <= 0.1e-3,
     );
@@ -278,6 +282,7 @@ pub fn run(bench: &Bench, config: &Config) -> Section {
          caller's own table and needs no hand-over.",
     );
     large.describe(&mut section);
+    busy.describe(&mut section);
     phases(&mut section, bench, config);
     section
 }
@@ -455,6 +460,90 @@ fn large_caller(bench: &Bench, config: &Config, prepared: &Prepared) -> Large {
     std::hint::black_box(&heap);
     drop(heap);
     large
+}
+
+/// How many threads of the busy caller wake each millisecond.
+const BUSY_THREADS: usize = 2;
+
+/// Bare `true`, the empty hook and `confine` from a caller whose other
+/// threads wake each millisecond, as an async runtime's workers and timers
+/// do (Strument is a tokio program): a thread that has run on another CPU
+/// makes each `fork` interrupt that CPU to flush its TLB, which a
+/// single-threaded caller pays only once the supervisor's thread has run.
+struct Busy(Vec<(String, Stats)>);
+
+impl Busy {
+    /// The median of `key` over bare `true`.
+    fn over(&self, key: &str) -> f64 {
+        Large::stats(&self.0, key).median.as_secs_f64()
+            - Large::stats(&self.0, BARE).median.as_secs_f64()
+    }
+
+    fn describe(&self, section: &mut Section) {
+        section.prose(format!(
+            "The `fork` rows again from a caller with {BUSY_THREADS} more threads, each \
+             sleeping a millisecond at a time, as an async runtime's workers and timers wake: \
+             the shape of Strument, a tokio program. Once a thread of a process has run on a \
+             CPU, each `fork` of the process interrupts that CPU to flush its TLB (on a virtual \
+             machine, waking it if it is halted), so the empty hook costs more here, and the \
+             connect supervisor's thread adds less to it than to a single-threaded caller."
+        ));
+        let bare = Large::stats(&self.0, BARE).median;
+        let rows = [
+            (BARE, "`true`"),
+            ("fork", "`true` with an empty `pre_exec` hook (`fork`)"),
+            ("confine", "library: `Prepared::confine` on `true` (`fork`)"),
+        ]
+        .into_iter()
+        .map(|(key, name)| against_bare(name, Large::stats(&self.0, key), key == BARE, bare))
+        .collect();
+        let mut header = AGAINST_BARE.to_vec();
+        header[0] = "command, from a busy caller";
+        section.table(&header, rows);
+    }
+}
+
+/// Measures bare `true`, the empty hook and `confine` while
+/// [`BUSY_THREADS`] threads of this process wake each millisecond.
+fn busy_caller(bench: &Bench, config: &Config, prepared: &Prepared) -> Busy {
+    let project = &bench.project;
+    let t = Path::new("true");
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let threads: Vec<_> = (0..BUSY_THREADS)
+        .map(|_| {
+            let stop = std::sync::Arc::clone(&stop);
+            std::thread::spawn(move || {
+                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    std::thread::sleep(Duration::from_millis(1));
+                }
+            })
+        })
+        .collect();
+    let variants = [
+        Variant::new(BARE, "`true`", || project.bare(t, &[])),
+        Variant::new("fork", "`true` with an empty `pre_exec` hook", || {
+            empty_hook(project.bare(t, &[]))
+        }),
+        Variant::new("confine", "`Prepared::confine`", || {
+            confined(project.bare(t, &[]), prepared)
+        }),
+    ];
+    let measured = measure_short(
+        "start-up from a busy caller",
+        &variants,
+        config.startup_runs / 2,
+        &bench.stderr_log,
+    );
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    for thread in threads {
+        let _ = thread.join();
+    }
+    Busy(
+        variants
+            .iter()
+            .map(|v| (v.key.clone(), Stats::of(&measured.samples(&v.key))))
+            .collect(),
+    )
 }
 
 /// The CLI as the README installs it (`cargo cli`: static glibc), built
