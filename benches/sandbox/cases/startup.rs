@@ -432,15 +432,7 @@ fn large_caller(bench: &Bench, config: &Config, prepared: &Prepared) -> Large {
         Variant::new("spawn", "`Spawn::spawn`", || project.bare(t, &[]))
             .spawned(|| Spawn::new("true").current_dir(&project.dir).spawn(prepared)),
     ];
-    let forked = [
-        bare(),
-        Variant::new("fork", "`true` with an empty `pre_exec` hook", || {
-            empty_hook(project.bare(t, &[]))
-        }),
-        Variant::new("confine", "`Prepared::confine`", || {
-            confined(project.bare(t, &[]), prepared)
-        }),
-    ];
+    let forked = forked(project, prepared);
     let measure = |label: &str, variants: &[Variant<'_>]| {
         let measured = measure_short(
             &format!("start-up from a caller holding {LARGE_MIB} MiB, {label}"),
@@ -460,6 +452,21 @@ fn large_caller(bench: &Bench, config: &Config, prepared: &Prepared) -> Large {
     std::hint::black_box(&heap);
     drop(heap);
     large
+}
+
+/// Bare `true`, the empty hook and `confine`: the rows that tell what a
+/// caller's `fork` costs from what confining adds.
+fn forked<'a>(project: &'a Project, prepared: &'a Prepared) -> [Variant<'a>; 3] {
+    let t = Path::new("true");
+    [
+        Variant::new(BARE, "`true`", move || project.bare(t, &[])),
+        Variant::new("fork", "`true` with an empty `pre_exec` hook", move || {
+            empty_hook(project.bare(t, &[]))
+        }),
+        Variant::new("confine", "`Prepared::confine`", move || {
+            confined(project.bare(t, &[]), prepared)
+        }),
+    ]
 }
 
 /// How many threads of the busy caller wake each millisecond.
@@ -507,7 +514,6 @@ impl Busy {
 /// [`BUSY_THREADS`] threads of this process wake each millisecond.
 fn busy_caller(bench: &Bench, config: &Config, prepared: &Prepared) -> Busy {
     let project = &bench.project;
-    let t = Path::new("true");
     let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
     let threads: Vec<_> = (0..BUSY_THREADS)
         .map(|_| {
@@ -519,15 +525,7 @@ fn busy_caller(bench: &Bench, config: &Config, prepared: &Prepared) -> Busy {
             })
         })
         .collect();
-    let variants = [
-        Variant::new(BARE, "`true`", || project.bare(t, &[])),
-        Variant::new("fork", "`true` with an empty `pre_exec` hook", || {
-            empty_hook(project.bare(t, &[]))
-        }),
-        Variant::new("confine", "`Prepared::confine`", || {
-            confined(project.bare(t, &[]), prepared)
-        }),
-    ];
+    let variants = forked(project, prepared);
     let measured = measure_short(
         "start-up from a busy caller",
         &variants,
