@@ -684,10 +684,11 @@ impl Supervisor {
                 ),
             )
         })?;
-        // Every socket of a confined thread, and each child's listener, is
-        // fetched with pidfd_getfd: where a container's seccomp profile
-        // refuses it (Docker's default without CAP_SYS_PTRACE) the
-        // supervisor could serve nothing, so nothing runs.
+        // Every socket of a confined thread, and the listener of
+        // `Policy::apply`, is fetched with pidfd_getfd: where a container's
+        // seccomp profile refuses it (Docker's default without
+        // CAP_SYS_PTRACE) the supervisor could serve nothing, so nothing
+        // runs.
         sys::pidfd_calls_allowed().map_err(|(call, e)| {
             io::Error::new(
                 e.kind(),
