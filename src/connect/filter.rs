@@ -295,6 +295,13 @@ impl NotifyFilter {
         &self.program
     }
 
+    /// The key's words the program was built with, for a keyed one.
+    #[cfg(test)]
+    pub(crate) fn built_key(&self) -> Option<Key> {
+        let key_at = self.key_at?;
+        Some(std::array::from_fn(|i| self.program[key_at[i]].parts().3))
+    }
+
     /// The instructions and where the key's words go, as a child installs
     /// them.
     pub(crate) fn program(&self) -> Program<'_> {
@@ -679,6 +686,11 @@ mod tests {
         assert_eq!(answers.len(), 6 + usize::from(socketcall), "{answers:x?}");
     }
 
+    /// `getpid`, a call of no interest, in the first convention of `arch`.
+    fn getpid(arch: u32) -> u32 {
+        if arch == AUDIT_ARCH_X86_64 { 39 } else { 172 }
+    }
+
     #[test]
     fn the_kernel_s_emulation_at_install_stops_at_the_first_instruction_for_every_number() {
         let table = conventions().expect("a supported architecture");
@@ -698,11 +710,7 @@ mod tests {
             // interest, as the program does: the emulation above is the
             // kernel's, not one that gives up on anything.
             let rest = &p.instructions()[1..];
-            let getpid = if table[0].arch == AUDIT_ARCH_X86_64 {
-                39
-            } else {
-                172
-            };
+            let getpid = getpid(table[0].arch);
             assert_eq!(
                 bpf::emulate_at_install(rest, getpid, table[0].arch).0,
                 Some(RET_ALLOW)
@@ -717,11 +725,7 @@ mod tests {
         let table = conventions().expect("a supported architecture");
         // `getpid`, a call of no interest, of the first convention: the
         // chain tested it against every call of interest there.
-        let getpid = if table[0].arch == AUDIT_ARCH_X86_64 {
-            39
-        } else {
-            172
-        };
+        let getpid = getpid(table[0].arch);
         let (answer, steps) = bpf::run(p, getpid, table[0].arch, [0; 6]);
         let (_, chain) = bpf::run(&reference, getpid, table[0].arch, [0; 6]);
         assert_eq!(answer, RET_ALLOW);
@@ -765,9 +769,7 @@ mod tests {
     /// `program` with `key` written where a child writes its own.
     fn with_key(filter: &NotifyFilter, key: Key) -> Vec<SockFilter> {
         let mut p = filter.instructions().to_vec();
-        for (at, word) in filter.key_at.expect("keyed").into_iter().zip(key) {
-            p[at] = p[at].with_k(word);
-        }
+        crate::sys::write_key(&mut p, filter.key_at.expect("keyed"), key);
         p
     }
 
@@ -823,13 +825,10 @@ mod tests {
 
     #[test]
     fn the_built_key_is_drawn_for_each_supervisor() {
-        let words = |f: &NotifyFilter| -> Key {
-            std::array::from_fn(|i| f.instructions()[f.key_at.expect("keyed")[i]].parts().3)
-        };
         let (a, b) = (NotifyFilter::new(), NotifyFilter::new());
         let (a, b) = (a.expect("filter"), b.expect("filter"));
         assert_eq!(a.key_at, b.key_at);
-        assert_ne!(words(&a), words(&b));
+        assert_ne!(a.built_key(), b.built_key());
     }
 
     /// The numbers are written out for every convention (a build knows only

@@ -42,7 +42,7 @@
 //! process: its pid, and the same user and group as the command.
 
 pub(crate) mod filter;
-mod message;
+pub(crate) mod message;
 mod rules;
 mod serve;
 

@@ -12,6 +12,7 @@ use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd, RawFd};
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use super::errno;
+use crate::connect::message::{self, Layout};
 use crate::terminal::SockFilter;
 
 /// `SECCOMP_SET_MODE_FILTER` of `<linux/seccomp.h>`.
@@ -85,9 +86,7 @@ pub(crate) fn install_listener(
             }
             random_words(&mut key)?;
             copy[..len].copy_from_slice(program.instructions);
-            for (at, word) in key_at.into_iter().zip(key) {
-                copy[at] = copy[at].with_k(word);
-            }
+            write_key(&mut copy[..len], key_at, key);
             &copy[..len]
         }
     };
@@ -115,6 +114,14 @@ pub(crate) fn install_listener(
     };
     let fd = ret.and_then(|fd| RawFd::try_from(fd).map_err(|_| libc::EBADF))?;
     Ok((fd, key))
+}
+
+/// Writes `key` into `instructions`, word `i` at `key_at[i]`.
+/// Async-signal-safe.
+pub(crate) fn write_key(instructions: &mut [SockFilter], key_at: [usize; KEY_WORDS], key: Key) {
+    for (at, word) in key_at.into_iter().zip(key) {
+        instructions[at] = instructions[at].with_k(word);
+    }
 }
 
 /// Fills `words` from the kernel's random source without blocking.
@@ -318,35 +325,33 @@ pub(crate) fn recv_handed(socket: &OwnedFd) -> io::Result<Handed> {
             return Err(e);
         }
     };
-    // Every descriptor that came, each owned from here on.
-    let mut fds = Vec::new();
-    // SAFETY: the kernel wrote `msg_controllen` bytes of control messages
-    // into the buffer; the macros walk them within it.
-    unsafe {
-        let mut header = libc::CMSG_FIRSTHDR(&raw const msg);
-        while !header.is_null() {
-            if (*header).cmsg_level == libc::SOL_SOCKET && (*header).cmsg_type == libc::SCM_RIGHTS {
-                let data = libc::CMSG_DATA(header);
-                let len = (*header).cmsg_len as usize - (data as usize - header as usize);
-                for i in 0..len / FD_LEN as usize {
-                    let fd = std::ptr::read_unaligned(data.cast::<RawFd>().add(i));
-                    fds.push(OwnedFd::from_raw_fd(fd));
-                }
-            }
-            header = libc::CMSG_NXTHDR(&raw const msg, header);
-        }
-    }
+    // Every descriptor that came, each owned from here on (the kernel
+    // lays its control messages out natively and well formed, so the walk
+    // cannot fail).
+    // `msg_controllen` is a `size_t` in glibc, a `socklen_t` in musl.
+    #[allow(clippy::unnecessary_cast)]
+    let received = (msg.msg_controllen as usize).min(CONTROL_LEN);
+    let native = Layout::new(std::mem::size_of::<usize>() == 4);
+    let fds: Vec<OwnedFd> = message::control(native, &control.0[..received])
+        .unwrap_or_default()
+        .iter()
+        .filter(|c| c.level == libc::SOL_SOCKET && c.kind == libc::SCM_RIGHTS)
+        .flat_map(|c| message::rights(&c.data))
+        // SAFETY: each was installed in this process's table by this
+        // `recvmsg`, and is owned by nothing else.
+        .map(|fd| unsafe { OwnedFd::from_raw_fd(fd) })
+        .collect();
     if n == 0 && fds.is_empty() {
         return Ok(Handed::End);
     }
     let whole = n == 4 && msg.msg_flags & (libc::MSG_TRUNC | libc::MSG_CTRUNC) == 0;
-    if !whole || fds.len() != 1 {
-        return Ok(Handed::Lost);
-    }
-    let listener = fds.remove(0);
-    Ok(Handed::Listener {
-        listener,
-        pid: i32::from_ne_bytes(pid),
+    let mut fds = fds.into_iter();
+    Ok(match (fds.next(), fds.next()) {
+        (Some(listener), None) if whole => Handed::Listener {
+            listener,
+            pid: i32::from_ne_bytes(pid),
+        },
+        _ => Handed::Lost,
     })
 }
 
@@ -1334,8 +1339,7 @@ mod tests {
     #[test]
     fn each_install_of_a_keyed_program_passes_the_sendmsg_of_its_own_key_alone() {
         let filter = NotifyFilter::new().expect("a supported architecture");
-        let key_at = filter.program().key_at.expect("keyed");
-        let built: Key = std::array::from_fn(|i| filter.instructions()[key_at[i]].parts().3);
+        let built = filter.built_key().expect("keyed");
         let (first, errnos) = installed_in_a_child(&filter, built);
         // Granted: the key it was installed with. Notified (and, with no
         // listener, ENOSYS): the words it was built with, a word changed.
