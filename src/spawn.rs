@@ -290,10 +290,9 @@ impl Spawn {
                 Err(e) => return Err(e),
             }
         }
-        // The child sends its listener to the supervisor's thread and waits
-        // for it to be taken, as a child of `confine` does.
+        // The child hands its listener over, as a child of `confine` does.
         let hook = supervisor.hook()?;
-        let connect = Some(sys::Connect::Send(hook.program(), hook.sender()));
+        let connect = Some(sys::Connect::Send(hook.program(), hook.destination()));
         let (pid, _) = self.start(confine, connect, Some(keep), &extra)?;
         Ok(Spawned::started(pid))
     }

@@ -49,7 +49,7 @@ mod serve;
 use std::fmt;
 use std::io;
 use std::net::SocketAddr;
-use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsRawFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, OnceLock};
@@ -363,14 +363,25 @@ fn errno(e: &io::Error) -> i32 {
     e.raw_os_error().unwrap_or(libc::EIO)
 }
 
-/// What a child needs to hand its listener over: the program and the
-/// sending end of the supervisor's socket.
+/// What a child needs to hand its listener over: the program and where
+/// the listener goes.
 #[derive(Debug, Clone)]
 pub(crate) struct ChildHook {
     filter: NotifyFilter,
-    sender: Arc<OwnedFd>,
+    ends: Arc<Ends>,
     /// Tests only: the child stops itself once it has sent its listener.
     stop_after_sending: bool,
+}
+
+/// Where children hand their listeners over (see `sys::Destination`).
+#[derive(Debug)]
+struct Ends {
+    /// The sending end of the socket the supervisor's thread (or, for
+    /// `Policy::apply`, the helper) waits on.
+    socket: OwnedFd,
+    /// The watch, whose mailbox and epoll a child of a keyed program uses
+    /// instead, waking nobody.
+    quiet: Option<Arc<Watch>>,
 }
 
 /// The variable that, set on a confined command in test builds, stops its
@@ -385,9 +396,15 @@ impl ChildHook {
         self.filter.program()
     }
 
-    /// The socket to send the listener over.
-    pub(crate) fn sender(&self) -> RawFd {
-        self.sender.as_raw_fd()
+    /// Where the listener goes.
+    pub(crate) fn destination(&self) -> sys::Destination {
+        sys::Destination {
+            socket: self.ends.socket.as_raw_fd(),
+            quiet: self.ends.quiet.as_ref().map(|watch| sys::Quiet {
+                mailbox: watch.mailbox_out.as_raw_fd(),
+                watch: watch.epoll.as_raw_fd(),
+            }),
+        }
     }
 
     /// Whether the child stops once it has sent its listener (tests only).
@@ -427,7 +444,7 @@ pub(crate) struct Supervisor {
 
 /// What a running supervisor thread is reached through.
 struct Started {
-    sender: Arc<OwnedFd>,
+    ends: Arc<Ends>,
 }
 
 /// The listeners of commands that have made no call yet, watched by the
@@ -435,7 +452,14 @@ struct Started {
 /// listener's first notification it gets a thread of its own, at its
 /// hang-up (no process uses the filter) it is closed.
 ///
-/// That hang-up wakes this thread as the command exits, even for a
+/// A child of a keyed program watches its listener here itself, under a
+/// token of its own, and leaves the listener in the mailbox
+/// (`sys::hand_over_listener`): the hand-over wakes nobody, and the
+/// listener is taken from the mailbox by whoever gets that token's first
+/// event. Listeners handed over otherwise are watched under their
+/// descriptor number.
+///
+/// The hang-up still wakes this thread as the command exits, even for a
 /// command that never connects: the filter's release wakes every poller
 /// of its listener, and epoll, `poll` and `select` all take `EPOLLHUP`
 /// whatever they asked for. The one waiter it does not wake, a thread
@@ -448,8 +472,19 @@ struct Started {
 /// caller, whose next `fork` then interrupts the CPU this thread ran on.
 struct Watch {
     epoll: OwnedFd,
-    /// By token (the listener's descriptor number).
+    /// By token: the child's (`sys::CHILD_TOKEN` set), or the listener's
+    /// descriptor number. Held while the mailbox is emptied into it, so
+    /// that a token looked up after that finds what the mailbox held.
     quiet: Mutex<std::collections::HashMap<u64, Quiet>>,
+    /// The mailbox: its receiving end, and the sending end children use.
+    mailbox_out: OwnedFd,
+    mailbox_in: OwnedFd,
+}
+
+impl fmt::Debug for Watch {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Watch").finish_non_exhaustive()
+    }
 }
 
 /// A listener watched until its command's first call.
@@ -476,8 +511,19 @@ impl Watch {
     }
 
     /// Watches again, for one more event, a listener [`Watch::take`]n
-    /// after its event; gives it back if it cannot be.
+    /// after its event; gives it back if it cannot be. A child's watch
+    /// cannot be armed from here (it is of the child's descriptor): the
+    /// listener is watched under its own number instead.
     fn rearm(&self, token: u64, quiet: Quiet) -> Result<(), Quiet> {
+        if token & sys::CHILD_TOKEN != 0 {
+            let fd = quiet.served.raw_fd();
+            let Ok(own) = u64::try_from(fd) else {
+                return Err(quiet);
+            };
+            self.insert(own, quiet)?;
+            return sys::epoll_add(&self.epoll, fd, own, true)
+                .or_else(|_| self.take(own).map_or(Ok(()), Err));
+        }
         let fd = quiet.served.raw_fd();
         self.insert(token, quiet)?;
         sys::epoll_rearm(&self.epoll, fd, token).or_else(|_| self.take(token).map_or(Ok(()), Err))
@@ -491,13 +537,47 @@ impl Watch {
         Ok(())
     }
 
-    /// Takes the listener watched under `token`.
+    /// Takes the listener watched under `token`: for a child's token,
+    /// from the mailbox if it is still there.
     fn take(&self, token: u64) -> Option<Quiet> {
-        self.quiet.lock().ok()?.remove(&token)
+        let mut all = self.quiet.lock().ok()?;
+        if token & sys::CHILD_TOKEN != 0 && !all.contains_key(&token) {
+            self.collect(&mut all);
+        }
+        all.remove(&token)
     }
 
+    /// Moves every listener waiting in the mailbox into `all`, under the
+    /// token its child watches it under. A message without a token (none
+    /// is sent so) or without a listener is dropped.
+    fn collect(&self, all: &mut std::collections::HashMap<u64, Quiet>) {
+        while let Ok(handed) = sys::recv_handed(&self.mailbox_in, false) {
+            match handed {
+                sys::Handed::Listener {
+                    listener,
+                    pid,
+                    token,
+                } if token & sys::CHILD_TOKEN != 0 => {
+                    all.insert(
+                        token,
+                        Quiet {
+                            served: serve::served(listener),
+                            command: pid,
+                        },
+                    );
+                }
+                sys::Handed::Listener { .. } | sys::Handed::Lost => {}
+                sys::Handed::End => return,
+            }
+        }
+    }
+
+    /// Whether no listener is watched or waits in the mailbox.
     fn is_empty(&self) -> bool {
-        self.quiet.lock().map_or(true, |q| q.is_empty())
+        self.quiet.lock().map_or(true, |mut all| {
+            self.collect(&mut all);
+            all.is_empty()
+        })
     }
 
     /// Takes what the watched listeners have now, without waiting: each
@@ -723,7 +803,7 @@ impl Supervisor {
         let started = self.start()?;
         Ok(ChildHook {
             filter: self.filter.clone(),
-            sender: Arc::clone(&started.sender),
+            ends: Arc::clone(&started.ends),
             stop_after_sending: false,
         })
     }
@@ -734,9 +814,12 @@ impl Supervisor {
     fn watch(&self) -> io::Result<&Arc<Watch>> {
         self.watch
             .get_or_init(|| {
+                let (mailbox_out, mailbox_in) = sys::seqpacket_pair().map_err(|e| errno(&e))?;
                 Ok(Arc::new(Watch {
                     epoll: sys::epoll_new().map_err(|e| errno(&e))?,
                     quiet: Mutex::new(std::collections::HashMap::new()),
+                    mailbox_out,
+                    mailbox_in,
                 }))
             })
             .as_ref()
@@ -755,13 +838,15 @@ impl Supervisor {
             sys::epoll_add(&own, receiver.as_raw_fd(), RECEIVER, false).map_err(|e| errno(&e))?;
             sys::epoll_add(&own, watch.epoll.as_raw_fd(), WATCHED, false).map_err(|e| errno(&e))?;
             let shared = Arc::clone(&self.shared);
+            let ends = Arc::new(Ends {
+                socket: sender,
+                quiet: Some(Arc::clone(&watch)),
+            });
             sys::spawn_unsignalled("strument-connect".into(), move || {
                 accept(receiver, &own, &watch, &shared);
             })
             .map_err(|e| errno(&e))?;
-            Ok(Started {
-                sender: Arc::new(sender),
-            })
+            Ok(Started { ends })
         });
         started
             .as_ref()
@@ -834,7 +919,10 @@ impl Supervisor {
         })?;
         Ok(ChildHook {
             filter,
-            sender: Arc::new(ours),
+            ends: Arc::new(Ends {
+                socket: ours,
+                quiet: None,
+            }),
             stop_after_sending: false,
         })
     }
@@ -864,6 +952,13 @@ impl Supervisor {
 /// end. Runs until every sending end is closed (the supervisor is gone)
 /// and no listener is watched.
 fn accept(receiver: OwnedFd, own: &OwnedFd, watch: &Watch, shared: &Arc<Shared>) {
+    // What wakes this thread is mostly a command's end (see `Watch`), in
+    // the middle of the command's `exit`: preempting it there would delay
+    // the caller's `wait`. A first call waits for it no longer than the
+    // CPU's current task takes to sleep (the command waiting in that call
+    // does at once) or a tick; its later calls are served on a thread of
+    // their own, at the ordinary policy.
+    sys::wake_without_preempting();
     let mut receiver = Some(receiver);
     loop {
         if receiver.is_none() && watch.is_empty() {
@@ -878,8 +973,8 @@ fn accept(receiver: OwnedFd, own: &OwnedFd, watch: &Watch, shared: &Arc<Shared>)
                 continue;
             }
             let Some(socket) = &receiver else { continue };
-            match sys::recv_handed(socket) {
-                Ok(sys::Handed::Listener { listener, pid }) => {
+            match sys::recv_handed(socket, true) {
+                Ok(sys::Handed::Listener { listener, pid, .. }) => {
                     let served = serve::served(listener);
                     let quiet = Quiet {
                         served: Arc::clone(&served),
@@ -929,7 +1024,12 @@ fn serve_apart(
     shared: &Arc<Shared>,
 ) {
     let shared = Arc::clone(shared);
+    // Started by the watch's thread, it would inherit its policy.
+    let inherited = sys::wakes_without_preempting();
     let _ = sys::spawn_unsignalled(format!("strument-connect-{command}"), move || {
+        if inherited {
+            sys::wake_as_usual();
+        }
         serve::serve(served, command, first, shared);
     });
 }

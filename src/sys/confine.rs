@@ -13,7 +13,7 @@ use std::sync::Arc;
 
 use super::errno;
 use super::landlock::RESTRICT_SELF_TSYNC;
-use super::notify::{Program, hand_over_listener, install_listener, send_listener};
+use super::notify::{Destination, Program, hand_over_listener, install_listener, send_listener};
 use super::seccomp::install_seccomp_filter;
 use crate::connect::ChildHook;
 use crate::terminal::{SockFilter, TerminalFilter};
@@ -70,7 +70,11 @@ pub(crate) fn restrict_self(
     connect: Option<&ChildHook>,
 ) -> Result<(), RestrictError> {
     let connect = match connect {
-        Some(hook) => Listener::Send(hook.program(), hook.sender(), hook.stops_after_sending()),
+        Some(hook) => Listener::Send(
+            hook.program(),
+            hook.destination(),
+            hook.stops_after_sending(),
+        ),
         None => Listener::None,
     };
     restrict_self_raw(fd.as_raw_fd(), flags, filter.instructions(), connect).map_err(|e| match e {
@@ -105,15 +109,15 @@ impl RestrictStep {
 pub(crate) enum Listener<'a> {
     /// No supervisor: the terminal filter alone.
     None,
-    /// The supervisor's program, installed here; its listener is sent over
-    /// the socket and closed here (a child with a descriptor table of its
-    /// own: `fork`, or the calling process). A keyed program's goes over
-    /// `SCM_RIGHTS` at once ([`hand_over_listener`]: a child that `exec`s
-    /// next); one without a key waits for the supervisor to take it
-    /// ([`send_listener`]: the calling process, which runs on). With
-    /// `true` (tests only), the child stops itself once it has sent the
-    /// listener.
-    Send(Program<'a>, RawFd, bool),
+    /// The supervisor's program, installed here; its listener is sent to
+    /// the destination and closed here (a child with a descriptor table of
+    /// its own: `fork`, or the calling process). A keyed program's goes
+    /// over `SCM_RIGHTS` at once ([`hand_over_listener`]: a child that
+    /// `exec`s next); one without a key waits for the supervisor to take
+    /// it over the destination's socket ([`send_listener`]: the calling
+    /// process, which runs on). With `true` (tests only), the child stops
+    /// itself once it has sent the listener.
+    Send(Program<'a>, Destination, bool),
     /// Installed already, by [`install_shared_listener`], into a table the
     /// supervisor's process shares: nothing to do here.
     Installed,
@@ -148,12 +152,12 @@ pub(crate) fn restrict_self_raw(
     match connect {
         // The supervisor's program makes the terminal filter's checks: one
         // filter, one `seccomp` call.
-        Listener::Send(program, sender, stop) => {
+        Listener::Send(program, to, stop) => {
             let (listener, key) =
                 install_listener(program, all_threads).map_err(RestrictStep::Supervisor)?;
             match program.key_at {
-                Some(_) => hand_over_listener(sender, listener, &key, stop),
-                None => send_listener(sender, listener, stop),
+                Some(_) => hand_over_listener(to, listener, &key, stop),
+                None => send_listener(to.socket, listener, stop),
             }
             .map_err(RestrictStep::Supervisor)?;
         }

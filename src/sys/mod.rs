@@ -28,6 +28,7 @@ pub(crate) use process::*;
 pub(crate) use ptrace::*;
 pub(crate) use spawn::{
     Connect, Plan, SHELL, kill_and_reap, shares_tables, spawn, spawn_unsignalled, wait_pid,
+    wake_as_usual, wake_without_preempting, wakes_without_preempting,
 };
 
 /// The errno of the last failed call, `EIO` if there is none.

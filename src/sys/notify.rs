@@ -126,7 +126,7 @@ pub(crate) fn write_key(instructions: &mut [SockFilter], key_at: [usize; KEY_WOR
 
 /// Fills `words` from the kernel's random source without blocking.
 /// Async-signal-safe.
-fn random_words(words: &mut Key) -> Result<(), i32> {
+fn random_words(words: &mut [u32]) -> Result<(), i32> {
     let len = std::mem::size_of_val(words);
     let mut filled = 0;
     while filled < len {
@@ -186,25 +186,111 @@ pub(crate) fn seqpacket_pair() -> io::Result<(OwnedFd, OwnedFd)> {
     Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
 }
 
+/// Where a confined child's listener goes (see [`hand_over_listener`]).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Destination {
+    /// The supervisor thread's socket: a message there wakes the thread,
+    /// which takes the listener at once.
+    pub(crate) socket: RawFd,
+    /// For a keyed program, the quiet way: the mailbox (a socket nobody
+    /// waits on) and the epoll of the supervisor's watch.
+    pub(crate) quiet: Option<Quiet>,
+}
+
+/// The quiet way of a [`Destination`].
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Quiet {
+    pub(crate) mailbox: RawFd,
+    pub(crate) watch: RawFd,
+}
+
+/// The bit every token a child watches its own listener under has (see
+/// [`hand_over_listener`]): the watch's other tokens are descriptor
+/// numbers, which never have it.
+pub(crate) const CHILD_TOKEN: u64 = 1 << 63;
+
 /// Hands the listener `fd`, installed with `key` (a keyed program: see
-/// `connect::filter::NotifyFilter`), to the supervisor over `socket`
-/// (`SCM_RIGHTS`, with the caller's pid), then closes it. The message
-/// holds the listener from then on: the child goes on at once, with no
-/// wait for the supervisor, whose first `recvmsg` takes it. Its `sendmsg`
+/// `connect::filter::NotifyFilter`), to the supervisor, then closes it.
+/// The child goes on at once: a message holds the listener from then on,
+/// until the supervisor takes it.
+///
+/// The quiet way first, which wakes nobody: the child puts the listener
+/// into the watch's epoll itself, armed for one event under a token drawn
+/// here ([`CHILD_TOKEN`] set), and queues it with that token in the
+/// mailbox, which no thread waits on. The supervisor takes it from there
+/// when its command's first notification or its end fires that event,
+/// long after this child has `exec`ed. A supervisor woken here instead
+/// would run during the `fork`-to-`exec` window, preempting this child on
+/// its CPU and copying the pages both still share.
+///
+/// Where that cannot be done (a full mailbox, an epoll at its watch
+/// limit, no quiet way given), the listener goes over `to.socket`, whose
+/// message wakes the supervisor's thread (an event already armed here then
+/// comes under a token nobody knows, and is ignored). Each `sendmsg`
 /// carries the key in arguments it does not use, and so passes the filter
-/// the child has just installed, which would otherwise hold it for the very
-/// supervisor it is sending to. `stop_after` (tests only) stops the caller
-/// with `SIGSTOP` once it has sent, as job control may. Async-signal-safe:
-/// used between `fork` and `exec`.
+/// the child has just installed, which would otherwise hold it for the
+/// very supervisor it is sending to. `stop_after` (tests only) stops the
+/// caller with `SIGSTOP` once it has sent, as job control may.
+/// Async-signal-safe: used between `fork` and `exec`.
 pub(crate) fn hand_over_listener(
-    socket: RawFd,
+    to: Destination,
     fd: RawFd,
     key: &Key,
     stop_after: bool,
 ) -> Result<(), i32> {
     // SAFETY: getpid takes no arguments.
-    let mut pid = unsafe { libc::getpid() }.to_ne_bytes();
-    let mut iov = iovec(&mut pid);
+    let pid = unsafe { libc::getpid() };
+    let quietly = to.quiet.is_some_and(|quiet| {
+        let mut token = [0u32; 2];
+        random_words(&mut token).is_ok() && {
+            let token = (u64::from(token[1]) << 32 | u64::from(token[0])) | CHILD_TOKEN;
+            watch_once_raw(quiet.watch, fd, token)
+                && send_handed(quiet.mailbox, fd, pid, token, key, libc::MSG_DONTWAIT).is_ok()
+        }
+    });
+    let result = if quietly {
+        Ok(())
+    } else {
+        send_handed(to.socket, fd, pid, 0, key, 0)
+    };
+    if result.is_ok() && stop_after {
+        // SAFETY: getpid and kill take integers only.
+        unsafe { libc::kill(libc::getpid(), libc::SIGSTOP) };
+    }
+    // SAFETY: `fd` is the listener this child created and owns alone.
+    unsafe { libc::close(fd) };
+    result
+}
+
+/// Arms `epoll` for one input event of `fd` under `token`
+/// (`EPOLLONESHOT`). Async-signal-safe.
+fn watch_once_raw(epoll: RawFd, fd: RawFd, token: u64) -> bool {
+    let mut event = libc::epoll_event {
+        events: (libc::EPOLLIN | libc::EPOLLONESHOT) as u32,
+        u64: token,
+    };
+    // SAFETY: `event` is a valid epoll_event the kernel copies.
+    unsafe { libc::epoll_ctl(epoll, libc::EPOLL_CTL_ADD, fd, &raw mut event) == 0 }
+}
+
+/// What one hand-over message carries besides the listener: the sender's
+/// pid, and the token it watches the listener under (0: none).
+const HANDED_LEN: usize = 16;
+
+/// Sends the listener `fd` over `socket` (`SCM_RIGHTS`) with `pid` and
+/// `token`, the key in the fifth and sixth arguments. Async-signal-safe.
+fn send_handed(
+    socket: RawFd,
+    fd: RawFd,
+    pid: i32,
+    token: u64,
+    key: &Key,
+    flags: libc::c_int,
+) -> Result<(), i32> {
+    let mut payload = [0u8; HANDED_LEN];
+    payload[..4].copy_from_slice(&pid.to_ne_bytes());
+    payload[8..].copy_from_slice(&token.to_ne_bytes());
+    let mut iov = iovec(&mut payload);
     let mut control = Control([0; CONTROL_LEN]);
     let mut msg = message(&mut iov, &mut control);
     // SAFETY: CMSG_SPACE computes a size from a size.
@@ -220,8 +306,8 @@ pub(crate) fn hand_over_listener(
         std::ptr::write_unaligned(libc::CMSG_DATA(header).cast::<RawFd>(), fd);
     }
     let [fifth, sixth] = key_arguments(key);
-    let result = loop {
-        // SAFETY: `msg` and what it points at (the pid, the control
+    loop {
+        // SAFETY: `msg` and what it points at (the payload, the control
         // buffer) outlive the call; the last two arguments are integers
         // `sendmsg` does not read.
         let ret = unsafe {
@@ -229,26 +315,19 @@ pub(crate) fn hand_over_listener(
                 libc::SYS_sendmsg,
                 socket,
                 &raw const msg,
-                libc::MSG_NOSIGNAL,
+                libc::MSG_NOSIGNAL | flags,
                 0,
                 fifth,
                 sixth,
             )
         };
         if ret >= 0 {
-            break Ok(());
+            return Ok(());
         }
         if errno() != libc::EINTR {
-            break Err(errno());
+            return Err(errno());
         }
-    };
-    if result.is_ok() && stop_after {
-        // SAFETY: getpid and kill take integers only.
-        unsafe { libc::kill(libc::getpid(), libc::SIGSTOP) };
     }
-    // SAFETY: `fd` is the listener this child created and owns alone.
-    unsafe { libc::close(fd) };
-    result
 }
 
 /// The key as the fifth and sixth arguments of a system call, in the order
@@ -297,8 +376,13 @@ fn message(iov: &mut libc::iovec, control: &mut Control) -> libc::msghdr {
 
 /// What one message of [`hand_over_listener`] brought.
 pub(crate) enum Handed {
-    /// A child's listener, with the child's pid.
-    Listener { listener: OwnedFd, pid: i32 },
+    /// A child's listener, with the child's pid and the token it watches
+    /// the listener under ([`CHILD_TOKEN`] set), or 0.
+    Listener {
+        listener: OwnedFd,
+        pid: i32,
+        token: u64,
+    },
     /// A message without a listener, or cut short: whatever came with it
     /// is closed. (A listener lost on the way closes with it, and its
     /// child's notified calls then fail with `ENOSYS`.)
@@ -307,16 +391,18 @@ pub(crate) enum Handed {
     End,
 }
 
-/// Receives one message of [`hand_over_listener`].
-pub(crate) fn recv_handed(socket: &OwnedFd) -> io::Result<Handed> {
-    let mut pid = [0u8; 4];
-    let mut iov = iovec(&mut pid);
+/// Receives one message of [`hand_over_listener`]; with `wait` false,
+/// fails with `EAGAIN` (`WouldBlock`) when none is queued.
+pub(crate) fn recv_handed(socket: &OwnedFd, wait: bool) -> io::Result<Handed> {
+    let mut payload = [0u8; HANDED_LEN];
+    let mut iov = iovec(&mut payload);
     let mut control = Control([0; CONTROL_LEN]);
     let mut msg = message(&mut iov, &mut control);
+    let flags = libc::MSG_CMSG_CLOEXEC | if wait { 0 } else { libc::MSG_DONTWAIT };
     let n = loop {
         // SAFETY: `msg` points at the buffers above, which outlive the
         // call; received descriptors are close-on-exec.
-        let n = unsafe { libc::recvmsg(socket.as_raw_fd(), &raw mut msg, libc::MSG_CMSG_CLOEXEC) };
+        let n = unsafe { libc::recvmsg(socket.as_raw_fd(), &raw mut msg, flags) };
         if n >= 0 {
             break n;
         }
@@ -344,13 +430,18 @@ pub(crate) fn recv_handed(socket: &OwnedFd) -> io::Result<Handed> {
     if n == 0 && fds.is_empty() {
         return Ok(Handed::End);
     }
-    let whole = n == 4 && msg.msg_flags & (libc::MSG_TRUNC | libc::MSG_CTRUNC) == 0;
+    let whole = usize::try_from(n) == Ok(HANDED_LEN)
+        && msg.msg_flags & (libc::MSG_TRUNC | libc::MSG_CTRUNC) == 0;
     let mut fds = fds.into_iter();
     Ok(match (fds.next(), fds.next()) {
-        (Some(listener), None) if whole => Handed::Listener {
-            listener,
-            pid: i32::from_ne_bytes(pid),
-        },
+        (Some(listener), None) if whole => {
+            let [a, b, c, d, _, _, _, _, token @ ..] = payload;
+            Handed::Listener {
+                listener,
+                pid: i32::from_ne_bytes([a, b, c, d]),
+                token: u64::from_ne_bytes(token),
+            }
+        }
         _ => Handed::Lost,
     })
 }
@@ -1353,5 +1444,151 @@ mod tests {
         let (zero, errnos) = installed_in_a_child(&keyless, built);
         assert_eq!(zero, [0; KEY_WORDS]);
         assert_eq!(errnos, [libc::ENOSYS; 3]);
+    }
+
+    /// The three ways a listener can go: the waking socket, the mailbox and
+    /// the watch, each socket as (sending end, receiving end).
+    struct Ways {
+        socket: (OwnedFd, OwnedFd),
+        mailbox: (OwnedFd, OwnedFd),
+        watch: OwnedFd,
+    }
+
+    impl Ways {
+        fn new() -> Ways {
+            Ways {
+                socket: seqpacket_pair().expect("socketpair"),
+                mailbox: seqpacket_pair().expect("socketpair"),
+                watch: epoll_new().expect("epoll"),
+            }
+        }
+
+        fn destination(&self, quiet: bool) -> Destination {
+            Destination {
+                socket: self.socket.0.as_raw_fd(),
+                quiet: quiet.then(|| Quiet {
+                    mailbox: self.mailbox.0.as_raw_fd(),
+                    watch: self.watch.as_raw_fd(),
+                }),
+            }
+        }
+    }
+
+    /// An eventfd standing for a listener: pollable, readable once written.
+    fn stand_in() -> RawFd {
+        // SAFETY: flags only.
+        let fd = unsafe { libc::eventfd(0, libc::EFD_CLOEXEC) };
+        assert!(fd >= 0, "eventfd: {}", io::Error::last_os_error());
+        fd
+    }
+
+    /// Makes `fd` readable, as a notification makes a listener.
+    fn notify(fd: &OwnedFd) {
+        let one = 1u64.to_ne_bytes();
+        // SAFETY: `one` is readable for its 8 bytes.
+        let n = unsafe { libc::write(fd.as_raw_fd(), one.as_ptr().cast(), one.len()) };
+        assert_eq!(n, 8, "write: {}", io::Error::last_os_error());
+    }
+
+    fn nothing_on(socket: &OwnedFd) -> bool {
+        matches!(recv_handed(socket, false), Err(e) if e.kind() == io::ErrorKind::WouldBlock)
+    }
+
+    /// The listener and what came with it, from the next message on `socket`.
+    fn handed_on(socket: &OwnedFd) -> (OwnedFd, i32, u64) {
+        match recv_handed(socket, false) {
+            Ok(Handed::Listener {
+                listener,
+                pid,
+                token,
+            }) => (listener, pid, token),
+            Ok(_) => panic!("a message without a listener"),
+            Err(e) => panic!("no message: {e}"),
+        }
+    }
+
+    #[test]
+    fn a_listener_handed_over_quietly_waits_in_the_mailbox_watched_once_under_a_drawn_token() {
+        let ways = Ways::new();
+        let key = [7; KEY_WORDS];
+        hand_over_listener(ways.destination(true), stand_in(), &key, false).expect("handed over");
+        hand_over_listener(ways.destination(true), stand_in(), &key, false).expect("handed over");
+        // Nothing woke the supervisor's thread: its socket is empty.
+        assert!(nothing_on(&ways.socket.1));
+        let (first, pid, token) = handed_on(&ways.mailbox.1);
+        let (second, _, other) = handed_on(&ways.mailbox.1);
+        assert!(nothing_on(&ways.mailbox.1));
+        // SAFETY: getpid takes no arguments.
+        assert_eq!(pid, unsafe { libc::getpid() });
+        assert_ne!(token & CHILD_TOKEN, 0);
+        assert_ne!(other & CHILD_TOKEN, 0);
+        assert_ne!(token, other, "two hand-overs drew the same token");
+        // Watched under its token, for one event: a notification fires it,
+        // a second finds it disarmed.
+        assert_eq!(epoll_wait_for(&ways.watch, Some(0)).expect("epoll"), []);
+        notify(&first);
+        assert_eq!(
+            epoll_wait_for(&ways.watch, Some(0)).expect("epoll"),
+            [(token, true)]
+        );
+        notify(&first);
+        assert_eq!(epoll_wait_for(&ways.watch, Some(0)).expect("epoll"), []);
+        notify(&second);
+        assert_eq!(
+            epoll_wait_for(&ways.watch, Some(0)).expect("epoll"),
+            [(other, true)]
+        );
+    }
+
+    #[test]
+    fn a_listener_goes_over_the_waking_socket_when_the_mailbox_is_full_or_not_given() {
+        let ways = Ways::new();
+        let key = [7; KEY_WORDS];
+        // Fill the mailbox (the smallest send buffer the kernel allows).
+        let small: libc::c_int = 1;
+        // SAFETY: `small` is a readable c_int.
+        unsafe {
+            libc::setsockopt(
+                ways.mailbox.0.as_raw_fd(),
+                libc::SOL_SOCKET,
+                libc::SO_SNDBUF,
+                (&raw const small).cast(),
+                std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+            )
+        };
+        let mut queued = 0;
+        loop {
+            let fd = stand_in();
+            let sent = send_handed(
+                ways.mailbox.0.as_raw_fd(),
+                fd,
+                0,
+                CHILD_TOKEN,
+                &key,
+                libc::MSG_DONTWAIT,
+            );
+            // SAFETY: our own descriptor; the message holds its own reference.
+            unsafe { libc::close(fd) };
+            match sent {
+                Ok(()) => queued += 1,
+                Err(e) => {
+                    assert_eq!(e, libc::EAGAIN, "filling the mailbox");
+                    break;
+                }
+            }
+            assert!(queued < 100_000, "the mailbox never filled");
+        }
+        assert!(queued > 0);
+        hand_over_listener(ways.destination(true), stand_in(), &key, false).expect("handed over");
+        let (_, _, token) = handed_on(&ways.socket.1);
+        assert_eq!(token, 0, "the supervisor's thread watches it itself");
+        // Without the quiet way: the waking socket, and no watch.
+        let none = Ways::new();
+        hand_over_listener(none.destination(false), stand_in(), &key, false).expect("handed over");
+        let (listener, _, token) = handed_on(&none.socket.1);
+        assert_eq!(token, 0);
+        assert!(nothing_on(&none.mailbox.1));
+        notify(&listener);
+        assert_eq!(epoll_wait_for(&none.watch, Some(0)).expect("epoll"), []);
     }
 }

@@ -75,9 +75,9 @@ pub(crate) enum Connect<'a> {
     /// fails, [`shares_tables`] answers `false` from then on, and the
     /// caller starts the child again with [`Connect::Send`].
     Share(Program<'a>),
-    /// The child sends the listener over this socket, as a forked child
-    /// does (`sys::hand_over_listener`).
-    Send(Program<'a>, RawFd),
+    /// The child hands the listener over, as a forked child does
+    /// (`sys::hand_over_listener`).
+    Send(Program<'a>, super::notify::Destination),
 }
 
 /// Whether children may start in the caller's descriptor table: true until
@@ -227,6 +227,46 @@ where
     let started = std::thread::Builder::new().name(name).spawn(body);
     set_thread_mask(&previous);
     started.map(drop)
+}
+
+std::thread_local! {
+    /// Whether [`wake_without_preempting`] changed this thread's policy.
+    static BATCH_MADE: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Makes the calling thread, if it runs under the ordinary policy
+/// (`SCHED_OTHER`), a `SCHED_BATCH` one: woken, it waits for the CPU's
+/// current task to sleep or for the next tick instead of preempting it.
+/// Threads it starts inherit the policy ([`wakes_without_preempting`]
+/// says so; [`wake_as_usual`] puts it back).
+pub(crate) fn wake_without_preempting() {
+    if set_policy(libc::SCHED_OTHER, libc::SCHED_BATCH) {
+        BATCH_MADE.set(true);
+    }
+}
+
+/// Whether [`wake_without_preempting`] changed the calling thread's
+/// policy, which a thread it starts inherits.
+pub(crate) fn wakes_without_preempting() -> bool {
+    BATCH_MADE.get()
+}
+
+/// Puts back the ordinary policy on a thread started by one that
+/// [`wakes_without_preempting`].
+pub(crate) fn wake_as_usual() {
+    set_policy(libc::SCHED_BATCH, libc::SCHED_OTHER);
+}
+
+/// Sets the calling thread's policy to `to` if it is `from` (a nice value
+/// is kept: it is not a parameter of either); whether it did.
+fn set_policy(from: libc::c_int, to: libc::c_int) -> bool {
+    // SAFETY: 0 names the calling thread; no memory is passed.
+    if unsafe { libc::sched_getscheduler(0) } != from {
+        return false;
+    }
+    let param = libc::sched_param { sched_priority: 0 };
+    // SAFETY: `param` is a valid sched_param the kernel reads.
+    unsafe { libc::sched_setscheduler(0, to, &raw const param) == 0 }
 }
 
 /// Blocks every signal in the calling thread and returns the mask it had,
@@ -396,7 +436,7 @@ fn prepare_and_exec(shared: &mut Shared<'_, '_>) -> c_int {
         // Confined, a `Share` child installed its filter above.
         let connect = match plan.connect {
             Some(Connect::Share(_)) => Listener::Installed,
-            Some(Connect::Send(program, sender)) => Listener::Send(program, sender, false),
+            Some(Connect::Send(program, to)) => Listener::Send(program, to, false),
             None => Listener::None,
         };
         if let Err(step) = restrict_self_raw(ruleset, 0, filter, connect) {

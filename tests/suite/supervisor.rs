@@ -833,6 +833,109 @@ mod needs_landlock {
         assert!(stdout(&a).contains("own abstract ok"), "{}", show(&a));
     }
 
+    /// The connect supervisor's listeners in this process's table.
+    fn listeners_held() -> usize {
+        fs::read_dir("/proc/self/fd")
+            .expect("/proc/self/fd")
+            .filter_map(Result::ok)
+            .filter(|fd| {
+                fs::read_link(fd.path())
+                    .is_ok_and(|link| link.to_string_lossy() == "anon_inode:seccomp notify")
+            })
+            .count()
+    }
+
+    /// Polls `done` for up to ten seconds.
+    fn within_ten_seconds(mut done: impl FnMut() -> bool) -> bool {
+        for _ in 0..1000 {
+            if done() {
+                return true;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        done()
+    }
+
+    /// A confined child hands its listener over without waking the
+    /// supervisor: it waits in a mailbox, out of this process's table,
+    /// until its command's first call or end. More commands at once than
+    /// the mailbox holds: the later ones are handed over to the
+    /// supervisor's thread instead, which takes them at once. A command
+    /// whose listener waited in the mailbox and one started after it
+    /// filled are both served, and every listener is closed once its
+    /// command has ended.
+    #[test]
+    fn quiet_commands_wait_in_the_mailbox_beyond_it_are_taken_and_all_are_closed_at_their_end() {
+        let (h, prepared) = project_only();
+        // Waits for a line, then exchanges with sockets of its own.
+        let own = |dir: &str| {
+            let dir = h.project.join(dir);
+            fs::create_dir(&dir).expect("mkdir");
+            let mut cmd = Command::new(python());
+            cmd.args([
+                "-c",
+                "import os, runpy, sys\nsys.stdin.readline()\nsys.argv = sys.argv[1:]\n\
+                 sys.path.insert(0, os.path.dirname(sys.argv[0]))\n\
+                 runpy.run_path(sys.argv[0], run_name='__main__')",
+                fixture().as_str(),
+                "own",
+            ])
+            .arg(dir)
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped());
+            prepared.confine(&mut cmd);
+            cmd.spawn().expect("spawn the sockets fixture")
+        };
+        // First: its listener goes into the empty mailbox.
+        let first = own("first");
+        const QUIET: usize = 400;
+        let mut quiet = Vec::new();
+        for _ in 0..QUIET {
+            let mut cmd = Command::new("sleep");
+            cmd.arg("120");
+            prepared.confine(&mut cmd);
+            quiet.push(cmd.spawn().expect("spawn sleep"));
+        }
+        let last = own("last");
+        // None has called or ended: those in the table came past a full
+        // mailbox; the others are still in it.
+        let overflowed = within_ten_seconds(|| listeners_held() > 0);
+        let held = listeners_held();
+        // Each now makes its first calls, with at most a minute for both.
+        let (said_tx, said) = std::sync::mpsc::channel();
+        for mut child in [first, last] {
+            let said_tx = said_tx.clone();
+            std::thread::spawn(move || {
+                let _ = std::io::Write::write_all(&mut child.stdin.take().expect("stdin"), b"go\n");
+                drop(said_tx.send(child.wait_with_output()));
+            });
+        }
+        let outputs: Vec<_> = (0..2)
+            .map(|_| said.recv_timeout(std::time::Duration::from_secs(60)))
+            .collect();
+        for child in &mut quiet {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+        assert!(overflowed, "no listener came past the mailbox");
+        assert!(
+            held < QUIET,
+            "all {QUIET} listeners were taken while none had called: none waited in the mailbox"
+        );
+        for out in outputs {
+            // A command left waiting is killed with the test's process.
+            let out = out
+                .expect("a command's first call was not served within a minute")
+                .expect("wait for the sockets fixture");
+            assert_eq!(stdout(&out), OWN_OK, "{}", show(&out));
+        }
+        assert!(
+            within_ten_seconds(|| listeners_held() == 0),
+            "{} listeners still held after every command ended",
+            listeners_held()
+        );
+    }
+
     /// The Python interpreter itself (isolated, `-I`), not what PATH names:
     /// pyenv's `python3` is a bash script, and bash looks the user up (a
     /// connect to nscd's socket, so a serving thread) where SHELL is unset.
@@ -1015,6 +1118,35 @@ mod needs_landlock {
             before.len() + 1,
             "no thread serving the command that connected: {now:?}, before {before:?}"
         );
+        // The watch's thread wakes without preempting (SCHED_BATCH, 3); the
+        // thread serving the command has the ordinary policy (0) back.
+        let policy = |thread: &String| -> Option<u32> {
+            let tid = thread.split(':').next()?;
+            let stat = fs::read_to_string(format!("/proc/self/task/{tid}/stat")).ok()?;
+            // Field 41; the 39th after the name's closing parenthesis.
+            stat.rsplit(')')
+                .next()?
+                .split_whitespace()
+                .nth(38)?
+                .parse()
+                .ok()
+        };
+        let named = |list: &[String], thread: &String| {
+            list.contains(thread) && thread.ends_with(":strument-connec")
+        };
+        let watching: Vec<_> = before.iter().filter(|t| named(&before, t)).collect();
+        let serving: Vec<_> = now
+            .iter()
+            .filter(|t| !before.contains(t) && named(&now, t))
+            .collect();
+        assert_eq!(watching.len(), 1, "the watch's thread: {before:?}");
+        assert_eq!(serving.len(), 1, "the serving thread: {now:?}");
+        assert_eq!(
+            policy(watching[0]),
+            Some(3),
+            "the watch's thread: {before:?}"
+        );
+        assert_eq!(policy(serving[0]), Some(0), "the serving thread: {now:?}");
         drop(stdin);
         assert!(child.wait().expect("wait").success());
         // Its socket is in the project: the bind was the kernel's, granted.
