@@ -271,13 +271,19 @@ pub fn run(bench: &Bench, config: &Config) -> Section {
          they would make std copy the whole environment before it `fork`s, one variable \
          costing as much as five), the supervisor's filter installed with a listener (a program the kernel does not walk \
          for each call number at install, which saves some 20 µs there and costs each call of \
-         the command about 20 ns: see `connect::filter`), and the listener sent to the \
-         supervisor's thread over `SCM_RIGHTS`, which wakes that thread but is not waited for; \
-         when the child ends the kernel wakes the thread once more, to close the listener. \
-         The thread runs on whatever CPU is free, and once it has run there, the \
-         caller's next `fork` interrupts that CPU to flush its TLB (on a virtual machine this \
-         wakes a halted CPU): a caller whose own threads run on other CPUs, as a tokio agent's \
-         do, pays that on every `fork` already. `Spawn` starts the child with `CLONE_VM`, \
+         the command about 20 ns: see `connect::filter`), and the hand-over of that listener, \
+         which wakes nobody: the child arms the supervisor's watch for it and leaves it in a \
+         mailbox (`sys::hand_over_listener`). When the child ends, the kernel wakes the \
+         supervisor's thread, which takes the listener from the mailbox and closes it; the \
+         thread runs `SCHED_BATCH`, so it waits for the exiting command instead of preempting \
+         it, but once it has run on a CPU, the caller's next `fork` interrupts that CPU to \
+         flush its TLB (on a virtual machine this wakes a halted CPU): a caller whose own \
+         threads run on other CPUs, as a tokio agent's do, pays that on every `fork` already. \
+         The thread also makes a single-threaded caller a multi-threaded one, around whose \
+         every `fork` glibc takes and releases its locks (the allocator's, stdio's), writing \
+         pages the `fork` has just made copy-on-write: from then on every `fork` row, hook or \
+         not, costs more, as it does in any \
+         caller that has started a thread. `Spawn` starts the child with `CLONE_VM`, \
          without `fork`'s copying, and with `CLONE_FILES`, so the listener lands in the \
          caller's own table and needs no hand-over.",
     );
