@@ -184,13 +184,21 @@ unsafe extern "C" {
     static mut environ: *const *const c_char;
 }
 
+/// How many pointers the array [`add_to_environ`] builds may hold without
+/// a mapping of its own: room the parent reserves (4 KiB on a 64-bit
+/// build) for an environment of a few hundred variables.
+const ENVIRON_SLOTS: usize = 512;
+
 /// Adds to the environment the child is about to `exec` with each of
 /// `entries` (`NAME=value`) whose name it has no entry for, in a new
-/// array this child maps for itself: the entries stay where the parent
-/// built them, and nothing is allocated. For a child between `fork` and
-/// `exec`, where std's own copy of the environment would cost the parent
-/// a copy of every variable before each `fork` (see doc/performance.md).
-fn add_to_environ(entries: &[CString]) -> Result<(), i32> {
+/// array: in `slots`' spare room, reserved by the parent, when it fits
+/// (a mapping and its fault cost more than the fault alone), else in a
+/// mapping this child makes for itself. The entries stay where the
+/// parent built them, and nothing is allocated. For a child between
+/// `fork` and `exec`, where std's own copy of the environment would cost
+/// the parent a copy of every variable before each `fork` (see
+/// doc/performance.md).
+fn add_to_environ(entries: &[CString], slots: &mut Vec<usize>) -> Result<(), i32> {
     // SAFETY: this child is single-threaded (after fork); `environ` is the
     // C library's NULL-terminated array (or NULL), read here and replaced
     // below, nothing else touching it meanwhile.
@@ -219,23 +227,31 @@ fn add_to_environ(entries: &[CString]) -> Result<(), i32> {
     if missing == 0 {
         return Ok(());
     }
-    let len = (count + missing + 1) * std::mem::size_of::<*const c_char>();
-    // SAFETY: an anonymous private mapping of `len` bytes; no memory of
-    // ours is named.
-    let new = unsafe {
-        libc::mmap(
-            std::ptr::null_mut(),
-            len,
-            libc::PROT_READ | libc::PROT_WRITE,
-            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
-            -1,
-            0,
-        )
+    let new = if count + missing < slots.capacity() {
+        // A pointer is a usize wide and aligned: the room holds as many.
+        slots
+            .spare_capacity_mut()
+            .as_mut_ptr()
+            .cast::<*const c_char>()
+    } else {
+        let len = (count + missing + 1) * std::mem::size_of::<*const c_char>();
+        // SAFETY: an anonymous private mapping of `len` bytes; no memory of
+        // ours is named.
+        let new = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+                -1,
+                0,
+            )
+        };
+        if new == libc::MAP_FAILED {
+            return Err(errno());
+        }
+        new.cast::<*const c_char>()
     };
-    if new == libc::MAP_FAILED {
-        return Err(errno());
-    }
-    let new = new.cast::<*const c_char>();
     let mut at = 0;
     for i in 0..count {
         // SAFETY: `i < count`, within the old array; `at < count + missing
@@ -249,10 +265,11 @@ fn add_to_environ(entries: &[CString]) -> Result<(), i32> {
         unsafe { *new.add(at) = entry.as_ptr() };
         at += 1;
     }
-    // SAFETY: the last slot of the mapping, zeroed already, set for clarity.
+    // SAFETY: the last of the `count + missing + 1` slots.
     unsafe { *new.add(at) = std::ptr::null() };
     // SAFETY: as for the read above; std restores its own pointer only if
-    // a hook fails, and the mapping goes with the process at `exec`.
+    // a hook fails, and the array (the parent's room, which the hook holds
+    // until `exec`, or the mapping) goes with the process at `exec`.
     unsafe { environ = new.cast_const() };
     Ok(())
 }
@@ -283,14 +300,21 @@ pub(crate) fn confine_before_exec(
     environment: Vec<CString>,
 ) {
     let connect = connect.for_command(cmd);
+    // Room for the child's new environment, when it adds to it.
+    let mut slots = if environment.is_empty() {
+        Vec::new()
+    } else {
+        Vec::with_capacity(ENVIRON_SLOTS + environment.len())
+    };
     let hook = move || {
-        add_to_environ(&environment).map_err(io::Error::from_raw_os_error)?;
+        add_to_environ(&environment, &mut slots).map_err(io::Error::from_raw_os_error)?;
         restrict_self(&fd, 0, &filter, Some(&connect)).map_err(io::Error::from)
     };
     // SAFETY: the hook runs in the forked child and only performs
-    // async-signal-safe syscalls (mmap, prctl, seccomp, getpid, sendmsg,
-    // close, landlock_restrict_self) on descriptors, programs and strings
-    // built by the parent, and writes `environ`, which nothing else in the
+    // async-signal-safe syscalls (mmap, prctl, seccomp, getpid, getrandom,
+    // epoll_ctl, sendmsg, close, landlock_restrict_self) on descriptors,
+    // programs and strings built by the parent, writes into room the
+    // parent reserved, and writes `environ`, which nothing else in the
     // child reads before `exec`; building an io::Error from a raw errno
     // does not allocate. Nothing else from the parent's state is touched.
     unsafe {
@@ -318,7 +342,31 @@ mod tests {
     /// `own` (NULL-terminated, or NULL), and returns whether the child's
     /// environment then held exactly `expected`, in order.
     fn added_in_a_child(own: *const *const c_char, entries: &[&CStr], expected: &[&CStr]) -> bool {
+        // In the parent's room, and in a mapping of the child's own.
+        added_with_room(own, entries, expected, ENVIRON_SLOTS)
+            && added_with_room(own, entries, expected, 0)
+    }
+
+    /// How many entries the NULL-terminated array `own` (or NULL) has.
+    fn own_len(own: *const *const c_char) -> usize {
+        let mut len = 0;
+        // SAFETY: the tests' arrays are NULL-terminated.
+        while !own.is_null() && !unsafe { *own.add(len) }.is_null() {
+            len += 1;
+        }
+        len
+    }
+
+    /// [`added_in_a_child`] with room for `room` pointers.
+    fn added_with_room(
+        own: *const *const c_char,
+        entries: &[&CStr],
+        expected: &[&CStr],
+        room: usize,
+    ) -> bool {
         let entries: Vec<CString> = entries.iter().map(|e| CString::from(*e)).collect();
+        let mut slots: Vec<usize> = Vec::with_capacity(room);
+        let room_at = slots.as_ptr() as usize;
         // SAFETY: the child touches only `environ`, the entries and the
         // expected strings (reads, and a new mapping), and leaves with
         // `_exit`: nothing of the test harness's runs there.
@@ -326,10 +374,19 @@ mod tests {
         if pid == 0 {
             // SAFETY: this child is single-threaded; `own` outlives it.
             unsafe { environ = own };
-            let added = add_to_environ(&entries).is_ok();
+            let added = add_to_environ(&entries, &mut slots).is_ok();
             // SAFETY: `environ` is NULL-terminated after the call.
             let now = unsafe { environ };
-            let mut same = added;
+            // Unchanged when nothing was missing, else in the room exactly
+            // when it fits there.
+            let mut same = added
+                && if expected.len() == own_len(own) {
+                    now == own
+                } else if expected.len() < room {
+                    now as usize == room_at
+                } else {
+                    now != own && now as usize != room_at
+                };
             for (i, want) in expected.iter().enumerate() {
                 // SAFETY: indexes up to the first NULL, which stops the walk.
                 let got = unsafe { *now.add(i) };
