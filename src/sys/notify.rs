@@ -125,7 +125,10 @@ pub(crate) fn write_key(instructions: &mut [SockFilter], key_at: [usize; KEY_WOR
 }
 
 /// Fills `words` from the kernel's random source without blocking.
-/// Async-signal-safe.
+/// Async-signal-safe. The calls a child makes between `fork` and `exec` go
+/// through `syscall` where the C library has a wrapper of its own: each
+/// wrapper is one more page of code the child faults in (its page tables
+/// for the library are not copied by `fork`), a few microseconds each.
 fn random_words(words: &mut [u32]) -> Result<(), i32> {
     let len = std::mem::size_of_val(words);
     let mut filled = 0;
@@ -133,8 +136,9 @@ fn random_words(words: &mut [u32]) -> Result<(), i32> {
         // SAFETY: the kernel writes at most `len - filled` bytes into
         // `words`, from byte `filled` on.
         let n = unsafe {
-            libc::getrandom(
-                words.as_mut_ptr().cast::<u8>().add(filled).cast(),
+            libc::syscall(
+                libc::SYS_getrandom,
+                words.as_mut_ptr().cast::<u8>().add(filled),
                 len - filled,
                 libc::GRND_INSECURE,
             )
@@ -238,8 +242,8 @@ pub(crate) fn hand_over_listener(
     key: &Key,
     stop_after: bool,
 ) -> Result<(), i32> {
-    // SAFETY: getpid takes no arguments.
-    let pid = unsafe { libc::getpid() };
+    // SAFETY: getpid takes no arguments (`syscall`: see `random_words`).
+    let pid = unsafe { libc::syscall(libc::SYS_getpid) } as i32;
     let quietly = to.quiet.is_some_and(|quiet| {
         let mut token = [0u32; 2];
         random_words(&mut token).is_ok() && {
@@ -269,8 +273,17 @@ fn watch_once_raw(epoll: RawFd, fd: RawFd, token: u64) -> bool {
         events: (libc::EPOLLIN | libc::EPOLLONESHOT) as u32,
         u64: token,
     };
-    // SAFETY: `event` is a valid epoll_event the kernel copies.
-    unsafe { libc::epoll_ctl(epoll, libc::EPOLL_CTL_ADD, fd, &raw mut event) == 0 }
+    // SAFETY: `event` is a valid epoll_event the kernel copies (`syscall`:
+    // see `random_words`).
+    unsafe {
+        libc::syscall(
+            libc::SYS_epoll_ctl,
+            epoll,
+            libc::EPOLL_CTL_ADD,
+            fd,
+            &raw mut event,
+        ) == 0
+    }
 }
 
 /// What one hand-over message carries besides the listener: the sender's
