@@ -954,10 +954,11 @@ impl Supervisor {
 fn accept(receiver: OwnedFd, own: &OwnedFd, watch: &Watch, shared: &Arc<Shared>) {
     // What wakes this thread is mostly a command's end (see `Watch`), in
     // the middle of the command's `exit`: preempting it there would delay
-    // the caller's `wait`. A first call waits for it no longer than the
-    // CPU's current task takes to sleep (the command waiting in that call
-    // does at once) or a tick; its later calls are served on a thread of
-    // their own, at the ordinary policy.
+    // the caller's `wait`. A first call waits for it as long as the CPU's
+    // current task runs on: not at all on an idle machine (the command
+    // waiting in that call sleeps at once), until the scheduler's next
+    // turn on a busy CPU; its later calls are served on a thread of their
+    // own, at the ordinary policy.
     sys::wake_without_preempting();
     let mut receiver = Some(receiver);
     loop {

@@ -236,7 +236,8 @@ std::thread_local! {
 
 /// Makes the calling thread, if it runs under the ordinary policy
 /// (`SCHED_OTHER`), a `SCHED_BATCH` one: woken, it waits for the CPU's
-/// current task to sleep or for the next tick instead of preempting it.
+/// current task to sleep or for the scheduler's next turn (the tick)
+/// instead of preempting it.
 /// Threads it starts inherit the policy ([`wakes_without_preempting`]
 /// says so; [`wake_as_usual`] puts it back).
 pub(crate) fn wake_without_preempting() {
