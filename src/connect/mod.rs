@@ -515,8 +515,8 @@ impl Watch {
     /// cannot be armed from here (it is of the child's descriptor): the
     /// listener is watched under its own number instead.
     fn rearm(&self, token: u64, quiet: Quiet) -> Result<(), Quiet> {
+        let fd = quiet.served.raw_fd();
         if token & sys::CHILD_TOKEN != 0 {
-            let fd = quiet.served.raw_fd();
             let Ok(own) = u64::try_from(fd) else {
                 return Err(quiet);
             };
@@ -524,7 +524,6 @@ impl Watch {
             return sys::epoll_add(&self.epoll, fd, own, true)
                 .or_else(|_| self.take(own).map_or(Ok(()), Err));
         }
-        let fd = quiet.served.raw_fd();
         self.insert(token, quiet)?;
         sys::epoll_rearm(&self.epoll, fd, token).or_else(|_| self.take(token).map_or(Ok(()), Err))
     }

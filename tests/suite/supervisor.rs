@@ -1131,13 +1131,12 @@ mod needs_landlock {
                 .parse()
                 .ok()
         };
-        let named = |list: &[String], thread: &String| {
-            list.contains(thread) && thread.ends_with(":strument-connec")
-        };
-        let watching: Vec<_> = before.iter().filter(|t| named(&before, t)).collect();
+        let named = |thread: &&String| thread.ends_with(":strument-connec");
+        let watching: Vec<_> = before.iter().filter(named).collect();
         let serving: Vec<_> = now
             .iter()
-            .filter(|t| !before.contains(t) && named(&now, t))
+            .filter(|t| !before.contains(t))
+            .filter(named)
             .collect();
         assert_eq!(watching.len(), 1, "the watch's thread: {before:?}");
         assert_eq!(serving.len(), 1, "the serving thread: {now:?}");
