@@ -470,6 +470,9 @@ struct Started {
 /// experiment that left the listener unwatched), the wake costs a
 /// `true` 10 to 35 µs of its start-up, most of it in a single-threaded
 /// caller, whose next `fork` then interrupts the CPU this thread ran on.
+/// So the thread, woken by nothing but ends, leaves the watch unarmed for
+/// [`COOL_DOWN`]: the ends of the commands that follow within it wake
+/// nobody, and are taken together when it is over (see [`accept`]).
 struct Watch {
     epoll: OwnedFd,
     /// By token: the child's (`sys::CHILD_TOKEN` set), or the listener's
@@ -498,6 +501,19 @@ struct Quiet {
 /// socket, and the [`Watch`] (an `epoll` itself, which the thread shares
 /// with a [`Serving`] caller).
 const RECEIVER: u64 = u64::MAX;
+
+/// How long the supervisor's thread leaves the [`Watch`] unarmed after a
+/// wake that brought nothing but ends: a command's first call made in that
+/// time waits for it (at most this long); the ends of the commands that
+/// follow wake nobody and are taken together when it is over. A caller
+/// that starts confined commands one after another, each a few
+/// milliseconds long, then wakes this thread about once for every few of
+/// them instead of once for each, and its `fork`s interrupt the CPU the
+/// thread ran on that much less often. Measured on this project's
+/// benchmark machine (`true` from a single-threaded caller, 20 alternating
+/// runs of 300): `Prepared::confine`'s median ratio to bare 1.407 without,
+/// 1.359 with.
+const COOL_DOWN: std::time::Duration = std::time::Duration::from_millis(20);
 const WATCHED: u64 = u64::MAX - 1;
 
 impl Watch {
@@ -583,18 +599,26 @@ impl Watch {
     /// command's first call, handed to a thread of its own, and each
     /// hang-up. The supervisor's thread and a [`Serving`] caller may both
     /// call it: each event, armed once, reaches one of them.
-    fn serve_ready(&self, shared: &Arc<Shared>) {
+    ///
+    /// Whether what it took were ends alone (at least one, and no first
+    /// call).
+    fn serve_ready(&self, shared: &Arc<Shared>) -> bool {
         let Ok(events) = sys::epoll_wait_for(&self.epoll, Some(0)) else {
-            return;
+            return false;
         };
+        let mut only_ends = !events.is_empty();
         for (token, input) in events {
             match self.take(token) {
-                Some(quiet) if input => first_call(self, token, quiet, shared),
+                Some(quiet) if input => {
+                    only_ends = false;
+                    first_call(self, token, quiet, shared);
+                }
                 // No process uses the filter any more: closed (and so no
                 // longer watched).
                 _ => {}
             }
         }
+        only_ends
     }
 }
 
@@ -696,7 +720,8 @@ impl<'a> Serving<'a> {
     /// ```
     pub fn serve(&self) {
         if let Some(watch) = self.watch {
-            watch.serve_ready(&self.supervisor.shared);
+            // Its caller polls the watch itself, with no cool-down.
+            let _ = watch.serve_ready(&self.supervisor.shared);
         }
     }
 
@@ -835,7 +860,8 @@ impl Supervisor {
             // `Serving` caller may poll too.
             let own = sys::epoll_new().map_err(|e| errno(&e))?;
             sys::epoll_add(&own, receiver.as_raw_fd(), RECEIVER, false).map_err(|e| errno(&e))?;
-            sys::epoll_add(&own, watch.epoll.as_raw_fd(), WATCHED, false).map_err(|e| errno(&e))?;
+            // Armed for one event at a time: see COOL_DOWN.
+            sys::epoll_add(&own, watch.epoll.as_raw_fd(), WATCHED, true).map_err(|e| errno(&e))?;
             let shared = Arc::clone(&self.shared);
             let ends = Arc::new(Ends {
                 socket: sender,
@@ -950,6 +976,10 @@ impl Supervisor {
 /// of its own (so that a call that waits stalls no other command), or its
 /// end. Runs until every sending end is closed (the supervisor is gone)
 /// and no listener is watched.
+///
+/// The watch is armed in this thread's `epoll` for one event at a time,
+/// and armed again at once after a wake that brought a first call; after
+/// one that brought nothing but ends, only once [`COOL_DOWN`] is over.
 fn accept(receiver: OwnedFd, own: &OwnedFd, watch: &Watch, shared: &Arc<Shared>) {
     // What wakes this thread is mostly a command's end (see `Watch`), in
     // the middle of the command's `exit`: preempting it there would delay
@@ -960,16 +990,30 @@ fn accept(receiver: OwnedFd, own: &OwnedFd, watch: &Watch, shared: &Arc<Shared>)
     // own, at the ordinary policy.
     sys::wake_without_preempting();
     let mut receiver = Some(receiver);
+    // While the watch is left unarmed: when to arm it again.
+    let mut cooling: Option<std::time::Instant> = None;
     loop {
         if receiver.is_none() && watch.is_empty() {
             return;
         }
-        let Ok(events) = sys::epoll_wait_for(own, None) else {
+        let timeout = cooling.map(|until| {
+            let left = until.saturating_duration_since(std::time::Instant::now());
+            // Rounded up: a wait of 0 would spin until the deadline.
+            i32::try_from(left.as_millis().saturating_add(1)).unwrap_or(i32::MAX)
+        });
+        let Ok(events) = sys::epoll_wait_for(own, timeout) else {
             return;
         };
+        if cooling.is_some_and(|until| std::time::Instant::now() >= until) {
+            cooling = arm_watch(own, watch);
+        }
         for (token, _) in events {
             if token == WATCHED {
-                watch.serve_ready(shared);
+                cooling = if watch.serve_ready(shared) {
+                    Some(std::time::Instant::now() + COOL_DOWN)
+                } else {
+                    arm_watch(own, watch)
+                };
                 continue;
             }
             let Some(socket) = &receiver else { continue };
@@ -990,6 +1034,16 @@ fn accept(receiver: OwnedFd, own: &OwnedFd, watch: &Watch, shared: &Arc<Shared>)
                 Ok(sys::Handed::End) | Err(_) => receiver = None,
             }
         }
+    }
+}
+
+/// Arms the watch in the supervisor thread's `epoll` for one more event
+/// (ready at once if the watch has events waiting); if that fails, when to
+/// try again, soon: an unarmed watch would leave a first call waiting.
+fn arm_watch(own: &OwnedFd, watch: &Watch) -> Option<std::time::Instant> {
+    match sys::epoll_rearm(own, watch.epoll.as_raw_fd(), WATCHED) {
+        Ok(()) => None,
+        Err(_) => Some(std::time::Instant::now() + std::time::Duration::from_millis(1)),
     }
 }
 

@@ -936,6 +936,38 @@ mod needs_landlock {
         );
     }
 
+    /// After a wake that brought nothing but ends, the supervisor's thread
+    /// leaves its watch unarmed for a while (`connect::COOL_DOWN`): a first
+    /// call made in that time, or after it, is still served. Each round, a
+    /// command that ends without calling, then at once one that calls; none
+    /// of them is waited for longer than a minute.
+    #[test]
+    fn a_first_call_made_just_after_other_commands_ended_is_served() {
+        let (h, prepared) = project_only();
+        for round in 0..10 {
+            let mut quiet = Command::new("true");
+            prepared.confine(&mut quiet);
+            assert_success(&output(&mut quiet));
+            let dir = h.project.join(format!("round-{round}"));
+            fs::create_dir(&dir).expect("mkdir");
+            let mut cmd = Command::new(python());
+            cmd.arg(fixture()).arg("own").arg(&dir);
+            cmd.stdout(std::process::Stdio::piped());
+            prepared.confine(&mut cmd);
+            let child = cmd.spawn().expect("spawn the sockets fixture");
+            let pid = child.id();
+            let (said_tx, said) = std::sync::mpsc::channel();
+            std::thread::spawn(move || drop(said_tx.send(child.wait_with_output())));
+            let Ok(out) = said.recv_timeout(std::time::Duration::from_secs(60)) else {
+                // Left waiting: killed, so that this process can end.
+                let _ = Command::new("kill").arg("-9").arg(pid.to_string()).status();
+                panic!("round {round}: the command's first call was not served within a minute");
+            };
+            let out = out.expect("wait for the sockets fixture");
+            assert_eq!(stdout(&out), OWN_OK, "round {round}: {}", show(&out));
+        }
+    }
+
     /// The Python interpreter itself (isolated, `-I`), not what PATH names:
     /// pyenv's `python3` is a bash script, and bash looks the user up (a
     /// connect to nscd's socket, so a serving thread) where SHELL is unset.

@@ -279,6 +279,10 @@ pub fn run(bench: &Bench, config: &Config) -> Section {
          it, but once it has run on a CPU, the caller's next `fork` interrupts that CPU to \
          flush its TLB (on a virtual machine this wakes a halted CPU): a caller whose own \
          threads run on other CPUs, as a tokio agent's do, pays that on every `fork` already. \
+         So after a wake that brought nothing but ends, the thread leaves its watch unarmed \
+         for 20 ms (`connect::COOL_DOWN`; a first call made then waits for the rest of it): \
+         a caller that starts one command after another wakes it about once for every \
+         20 ms of them, not once for each. \
          The thread also makes a single-threaded caller a multi-threaded one, around whose \
          every `fork` glibc takes and releases its locks (the allocator's, stdio's), writing \
          pages the `fork` has just made copy-on-write: from then on every `fork` row, hook or \
