@@ -501,6 +501,7 @@ struct Quiet {
 /// socket, and the [`Watch`] (an `epoll` itself, which the thread shares
 /// with a [`Serving`] caller).
 const RECEIVER: u64 = u64::MAX;
+const WATCHED: u64 = u64::MAX - 1;
 
 /// How long the supervisor's thread leaves the [`Watch`] unarmed after a
 /// wake that brought nothing but ends: a command's first call made in that
@@ -514,7 +515,6 @@ const RECEIVER: u64 = u64::MAX;
 /// runs of 300): `Prepared::confine`'s median ratio to bare 1.407 without,
 /// 1.359 with.
 const COOL_DOWN: std::time::Duration = std::time::Duration::from_millis(20);
-const WATCHED: u64 = u64::MAX - 1;
 
 impl Watch {
     /// Watches `quiet`'s listener until its first call.
