@@ -22,8 +22,8 @@ use crate::terminal::{SockFilter, TerminalFilter};
 /// unprivileged caller and which stops a setuid binary from escaping.
 fn set_no_new_privs() -> io::Result<()> {
     // SAFETY: PR_SET_NO_NEW_PRIVS takes integer arguments only. Through
-    // `syscall`, whose page of code the child has faulted in already (see
-    // `notify::random_words`).
+    // `syscall`, as the child's later calls here are: one page of the C
+    // library's code for all of them (see `notify::random_words`).
     let ret = unsafe { libc::syscall(libc::SYS_prctl, libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) };
     if ret == 0 {
         Ok(())

@@ -258,8 +258,8 @@ pub(crate) fn hand_over_listener(
         send_handed(to.socket, fd, pid, 0, key, 0)
     };
     if result.is_ok() && stop_after {
-        // SAFETY: getpid and kill take integers only.
-        unsafe { libc::kill(libc::getpid(), libc::SIGSTOP) };
+        // SAFETY: kill takes integers only.
+        unsafe { libc::kill(pid, libc::SIGSTOP) };
     }
     // SAFETY: `fd` is the listener this child created and owns alone.
     unsafe { libc::close(fd) };
